@@ -1,0 +1,59 @@
+//! The record every monotask leaves behind: what it did, on which resource, and when.
+
+use serde::{Deserialize, Serialize};
+
+/// The one resource a monotask uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resource {
+    Cpu,
+    Net,
+    Disk,
+}
+
+/// What a monotask did; the resource follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MonotaskKind {
+    /// Produce raw records from a source (generator or reader) — cpu for generators.
+    SourceRead,
+    /// Decode, run the stage's operators and partition into blocks.
+    MapCompute,
+    /// Pull shuffle blocks from one remote worker.
+    ShuffleFetch,
+    /// Merge blocks, update keyed state and format sink output.
+    ReduceCompute,
+    /// Write sink output and dead letters.
+    SinkWrite,
+}
+
+impl MonotaskKind {
+    pub fn resource(self) -> Resource {
+        match self {
+            MonotaskKind::SourceRead | MonotaskKind::MapCompute | MonotaskKind::ReduceCompute => Resource::Cpu,
+            MonotaskKind::ShuffleFetch => Resource::Net,
+            MonotaskKind::SinkWrite => Resource::Disk,
+        }
+    }
+}
+
+/// Times are microseconds since the Unix epoch on the worker's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MonotaskRecord {
+    pub kind: MonotaskKind,
+    pub resource: Resource,
+    pub bytes: u64,
+    pub queued_at_us: i64,
+    pub started_at_us: i64,
+    pub finished_at_us: i64,
+}
+
+impl MonotaskRecord {
+    pub fn queue_us(&self) -> i64 {
+        self.started_at_us - self.queued_at_us
+    }
+
+    pub fn run_us(&self) -> i64 {
+        self.finished_at_us - self.started_at_us
+    }
+}

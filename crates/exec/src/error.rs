@@ -1,0 +1,30 @@
+//! The errors of operator execution. A bad *record* is never an error here: it becomes a
+//! dead letter. These are failures of a whole batch or of the engine itself.
+
+use arrow_schema::ArrowError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// The user's expression cannot be evaluated on this data (e.g. division by zero).
+    #[error("expression `{expr}` failed: {reason}")]
+    Eval { expr: String, reason: String },
+    /// A snapshot handed to `restore` was not produced by `snapshot` (or is damaged).
+    #[error("state snapshot is corrupt: {0}")]
+    CorruptSnapshot(String),
+    /// A column the physical plan promised is missing: a planner bug.
+    #[error("internal: column `{0}` missing from batch")]
+    MissingColumn(String),
+    #[error("internal: {context}")]
+    Arrow {
+        context: String,
+        #[source]
+        source: ArrowError,
+    },
+}
+
+impl ExecError {
+    pub fn arrow(context: impl Into<String>) -> impl FnOnce(ArrowError) -> ExecError {
+        let context = context.into();
+        move |source| ExecError::Arrow { context, source }
+    }
+}

@@ -1,0 +1,26 @@
+//! Operators and expression evaluation over Arrow `RecordBatch`es. No I/O, no clocks.
+//!
+//! ```text
+//!  RawRecords ──json::JsonDecoder──▶ RecordBatch ─┬─▶ dead letters (record, reason)
+//!                                                 ▼
+//!        ops::FilterExec / ProjectExec / LookupExec (Arrow compute kernels)
+//!                                                 ▼
+//!        window::PartialWindowAggregateExec ──partition::partition_batch──▶ blocks
+//!                                                                            │ shuffle
+//!        blocks ──concat──▶ window::WindowAggregateExec (keyed state) ──▶ updates
+//! ```
+//!
+//! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
+
+pub mod error;
+pub mod expr_eval;
+pub mod json;
+pub mod ops;
+pub mod partition;
+pub mod pipeline;
+pub mod records;
+pub mod types;
+pub mod window;
+
+pub use error::ExecError;
+pub use records::RawRecords;

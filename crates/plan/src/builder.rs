@@ -1,0 +1,97 @@
+//! The Rust builder API: the shortest way to write a plan by hand.
+
+use crate::error::PlanError;
+use crate::expr::Expr;
+use crate::node::{default_max_record_bytes, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec};
+use crate::schema::Schema;
+
+#[derive(Debug, Clone)]
+pub struct PlanBuilder {
+    plan: Plan,
+}
+
+impl PlanBuilder {
+    pub fn source(name: impl Into<String>, spec: SourceSpec) -> Self {
+        PlanBuilder {
+            plan: Plan { name: name.into(), nodes: vec![Node { operator: Operator::Source { spec } }] },
+        }
+    }
+
+    fn push(mut self, operator: Operator) -> Self {
+        self.plan.nodes.push(Node { operator });
+        self
+    }
+
+    pub fn decode_json(self, schema: Schema) -> Self {
+        self.push(Operator::DecodeJson { schema, max_record_bytes: default_max_record_bytes() })
+    }
+
+    pub fn decode_json_with_limit(self, schema: Schema, max_record_bytes: u32) -> Self {
+        self.push(Operator::DecodeJson { schema, max_record_bytes })
+    }
+
+    pub fn filter(self, predicate: Expr) -> Self {
+        self.push(Operator::Filter { predicate })
+    }
+
+    /// Projects expressions, each named by its column name (for a bare column) or its text.
+    pub fn project(self, exprs: impl IntoIterator<Item = Expr>) -> Self {
+        let columns = exprs.into_iter().map(|expr| {
+            let name = expr.default_name();
+            (expr, name)
+        });
+        self.push(Operator::Project { columns: columns.collect() })
+    }
+
+    pub fn project_named(self, columns: impl IntoIterator<Item = (Expr, &'static str)>) -> Self {
+        let columns = columns.into_iter().map(|(expr, name)| (expr, name.to_string()));
+        self.push(Operator::Project { columns: columns.collect() })
+    }
+
+    pub fn lookup(
+        self,
+        key: &str,
+        table: TableSpec,
+        table_key: &str,
+        columns: impl IntoIterator<Item = &'static str>,
+    ) -> Self {
+        self.push(Operator::Lookup {
+            key: key.to_string(),
+            table,
+            table_key: table_key.to_string(),
+            columns: columns.into_iter().map(str::to_string).collect(),
+        })
+    }
+
+    pub fn exchange(self, keys: impl IntoIterator<Item = &'static str>, partitions: u32) -> Self {
+        self.push(Operator::Exchange { keys: keys.into_iter().map(str::to_string).collect(), partitions })
+    }
+
+    pub fn window_aggregate(
+        self,
+        window: WindowSpec,
+        keys: impl IntoIterator<Item = &'static str>,
+        aggregates: impl IntoIterator<Item = Aggregate>,
+    ) -> Self {
+        self.push(Operator::WindowAggregate {
+            window,
+            keys: keys.into_iter().map(str::to_string).collect(),
+            aggregates: aggregates.into_iter().collect(),
+        })
+    }
+
+    pub fn sink(self, spec: SinkSpec) -> Self {
+        self.push(Operator::Sink { spec })
+    }
+
+    /// Validates and returns the plan; the error names the first offending node and field.
+    pub fn build(self) -> Result<Plan, PlanError> {
+        crate::validate::validate(&self.plan)?;
+        Ok(self.plan)
+    }
+
+    /// The plan as written, unvalidated: for tests of validation itself.
+    pub fn build_unchecked(self) -> Plan {
+        self.plan
+    }
+}

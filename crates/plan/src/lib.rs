@@ -1,0 +1,36 @@
+//! The job description: what a sleet job computes, independent of where it runs.
+//!
+//! ```text
+//!   PlanBuilder ──build()──▶ Plan ──validate()──▶ node schemas
+//!        (Rust API)           │  ▲
+//!                             │  └── JobFile (JSON on disk, `sleet submit`)
+//!                             ▼
+//!                  physical::plan_stages(plan, combine)
+//!                             │
+//!                             ▼
+//!        PhysicalPlan: [stage 0: source → ops → shuffle write]
+//!                      [stage 1: shuffle read → ops → sink]
+//! ```
+//!
+//! Everything here is pure data and pure functions: no I/O, no clocks, no threads.
+//! The driver ships `StagePlan`s to workers once per job; tasks name them by `StageId`.
+
+pub mod builder;
+pub mod error;
+pub mod expr;
+pub mod job;
+pub mod node;
+pub mod physical;
+pub mod schema;
+pub mod validate;
+
+pub use builder::PlanBuilder;
+pub use error::{NodeRef, PlanError};
+pub use expr::{col, lit, BinaryOp, Expr, Scalar};
+pub use job::{JobFile, JobSettings, SchedulerKind};
+pub use node::{
+    AggFunc, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec,
+    YsbSourceSpec,
+};
+pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
+pub use schema::{DataType, Field, Schema};

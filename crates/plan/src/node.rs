@@ -1,0 +1,159 @@
+//! Logical plan nodes. A plan is a pipeline: each node consumes the rows of the one before.
+//!
+//! Stream–static joins (`Lookup`) read a broadcast table rather than a second stream, so a
+//! linear pipeline is enough for every workload sleet runs today.
+
+use serde::{Deserialize, Serialize};
+
+use crate::expr::Expr;
+use crate::schema::{DataType, Field, Schema};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub name: String,
+    pub nodes: Vec<Node>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Node {
+    pub operator: Operator,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    /// Reads raw records; its output has one `value: binary` column.
+    Source { spec: SourceSpec },
+    /// Parses each raw record as JSON into `schema`. Records that do not parse or do not fit
+    /// go to the dead-letter output with a reason.
+    DecodeJson {
+        schema: Schema,
+        #[serde(default = "default_max_record_bytes")]
+        max_record_bytes: u32,
+    },
+    Filter { predicate: Expr },
+    /// Each output column is an expression with a name.
+    Project { columns: Vec<(Expr, String)> },
+    /// Inner join of each row with the broadcast `table` on `key` = the table's `table_key`,
+    /// appending the table's `columns`.
+    Lookup { key: String, table: TableSpec, table_key: String, columns: Vec<String> },
+    /// Hash-partitions rows on `keys` into `partitions` reduce partitions.
+    Exchange { keys: Vec<String>, partitions: u32 },
+    WindowAggregate { window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate> },
+    Sink { spec: SinkSpec },
+}
+
+pub fn default_max_record_bytes() -> u32 {
+    16 * 1024
+}
+
+impl Operator {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Operator::Source { .. } => "source",
+            Operator::DecodeJson { .. } => "decode_json",
+            Operator::Filter { .. } => "filter",
+            Operator::Project { .. } => "project",
+            Operator::Lookup { .. } => "lookup",
+            Operator::Exchange { .. } => "exchange",
+            Operator::WindowAggregate { .. } => "window_aggregate",
+            Operator::Sink { .. } => "sink",
+        }
+    }
+}
+
+/// Tumbling event-time windows over `time_column` (int64 ms).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WindowSpec {
+    pub time_column: String,
+    pub size_ms: i64,
+    /// A window closes, and its state is dropped, once the watermark (the largest event time
+    /// seen minus this lateness) passes its end. Later rows for it are dropped and counted.
+    pub allowed_lateness_ms: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggFunc {
+    Count,
+    Sum,
+    Min,
+    Max,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aggregate {
+    pub func: AggFunc,
+    /// The column aggregated; `None` only for `count`, which counts rows.
+    pub column: Option<String>,
+    pub name: String,
+}
+
+impl Aggregate {
+    pub fn count(name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::Count, column: None, name: name.into() }
+    }
+    pub fn sum(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::Sum, column: Some(column.into()), name: name.into() }
+    }
+    pub fn min(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::Min, column: Some(column.into()), name: name.into() }
+    }
+    pub fn max(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::Max, column: Some(column.into()), name: name.into() }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum SourceSpec {
+    Ysb(YsbSourceSpec),
+}
+
+impl SourceSpec {
+    pub fn partitions(&self) -> u32 {
+        match self {
+            SourceSpec::Ysb(spec) => spec.partitions,
+        }
+    }
+}
+
+/// The Yahoo Streaming Benchmark generator: a pure function of
+/// `(seed, partition, time range)`, emitting `rate_per_s` events per second in total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct YsbSourceSpec {
+    pub seed: u64,
+    pub rate_per_s: u64,
+    pub partitions: u32,
+    /// Share of records replaced by malformed, mistyped or oversized ones.
+    #[serde(default)]
+    pub bad_fraction: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum TableSpec {
+    /// The ysb ad → campaign table, derived from the generator seed.
+    YsbCampaigns { seed: u64 },
+}
+
+impl TableSpec {
+    pub fn schema(&self) -> Schema {
+        match self {
+            TableSpec::YsbCampaigns { .. } => Schema::new(vec![
+                Field::new("ad_id", DataType::Utf8),
+                Field::new("campaign_id", DataType::Utf8),
+            ]),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum SinkSpec {
+    Stdout,
+    /// One JSON object per output row, one file per reduce partition, under `dir`.
+    JsonLines { dir: String },
+    /// Keeps no output; the task still reports what it would have written.
+    Discard,
+}

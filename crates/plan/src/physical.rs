@@ -1,0 +1,237 @@
+//! Physical planning: split a validated plan into stages at its exchange, add the map-side
+//! partial aggregate, and push the needed columns down into the decoder.
+//!
+//! ```text
+//!  source → decode → filter → project → lookup → exchange → window_aggregate → sink
+//!  └──────────────── stage 0 (map) ───────────────┘         └──── stage 1 (reduce) ───┘
+//!                           + partial_window_aggregate when combining
+//! ```
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::PlanError;
+use crate::expr::Expr;
+use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec};
+use crate::schema::Schema;
+
+/// Column a partial window aggregate adds: the largest event time among the rows it folded,
+/// so the reduce side can advance its watermark without seeing the raw rows.
+pub const PARTIAL_MAX_EVENT_TIME_COLUMN: &str = "__max_event_time";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StageId(pub u32);
+
+impl std::fmt::Display for StageId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stage {}", self.0)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhysicalPlan {
+    pub stages: Vec<StagePlan>,
+}
+
+impl PhysicalPlan {
+    pub fn stage(&self, id: StageId) -> &StagePlan {
+        &self.stages[id.0 as usize]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagePlan {
+    pub id: StageId,
+    /// How many tasks run this stage per batch.
+    pub partitions: u32,
+    pub input: StageInput,
+    pub ops: Vec<PhysicalOp>,
+    pub output: StageOutput,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageInput {
+    Source(SourceSpec),
+    /// Pulls one block from each map partition of `from_stage`.
+    Shuffle { from_stage: StageId, map_partitions: u32 },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StageOutput {
+    Shuffle { keys: Vec<String>, partitions: u32 },
+    Sink(SinkSpec),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AggregateInput {
+    /// Raw rows: the reduce side folds them itself.
+    Rows,
+    /// Output of a `PartialWindowAggregate`: the reduce side merges partial values.
+    Partials,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhysicalOp {
+    /// `projection` lists the schema fields that are materialized; the others are still
+    /// type-checked so a malformed record is caught whichever fields the job reads.
+    DecodeJson { schema: Schema, projection: Vec<String>, max_record_bytes: u32 },
+    Filter { predicate: Expr },
+    Project { columns: Vec<(Expr, String)> },
+    Lookup { key: String, table: TableSpec, table_key: String, columns: Vec<String> },
+    /// Folds the rows of one batch into one row per (window, keys); keeps no state.
+    PartialWindowAggregate { window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate> },
+    /// Keyed window state across batches, emitting updated windows every batch.
+    WindowAggregate { window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>, input: AggregateInput },
+}
+
+impl PhysicalOp {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PhysicalOp::DecodeJson { .. } => "decode_json",
+            PhysicalOp::Filter { .. } => "filter",
+            PhysicalOp::Project { .. } => "project",
+            PhysicalOp::Lookup { .. } => "lookup",
+            PhysicalOp::PartialWindowAggregate { .. } => "partial_window_aggregate",
+            PhysicalOp::WindowAggregate { .. } => "window_aggregate",
+        }
+    }
+}
+
+/// Splits `plan` into stages. `combine` adds a partial aggregate before the exchange when
+/// the exchange feeds a window aggregate (every aggregate sleet has is decomposable).
+pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError> {
+    let schemas = crate::validate::validate(plan)?;
+    let required = required_columns(plan, &schemas);
+    let nodes = &plan.nodes;
+    let Operator::Source { spec } = &nodes[0].operator else { unreachable!("validated: source first") };
+
+    let mut stages = Vec::new();
+    let mut current = StagePlan {
+        id: StageId(0),
+        partitions: spec.partitions(),
+        input: StageInput::Source(spec.clone()),
+        ops: Vec::new(),
+        output: StageOutput::Sink(SinkSpec::Discard),
+    };
+    for (index, node) in nodes.iter().enumerate().skip(1) {
+        match &node.operator {
+            Operator::Source { .. } => unreachable!("validated: one source"),
+            Operator::DecodeJson { schema, max_record_bytes } => {
+                let projection = schema
+                    .fields
+                    .iter()
+                    .filter(|field| required[index].contains(&field.name))
+                    .map(|field| field.name.clone())
+                    .collect();
+                current.ops.push(PhysicalOp::DecodeJson {
+                    schema: schema.clone(),
+                    projection,
+                    max_record_bytes: *max_record_bytes,
+                });
+            }
+            Operator::Filter { predicate } => current.ops.push(PhysicalOp::Filter { predicate: predicate.clone() }),
+            Operator::Project { columns } => current.ops.push(PhysicalOp::Project { columns: columns.clone() }),
+            Operator::Lookup { key, table, table_key, columns } => current.ops.push(PhysicalOp::Lookup {
+                key: key.clone(),
+                table: table.clone(),
+                table_key: table_key.clone(),
+                columns: columns.clone(),
+            }),
+            Operator::Exchange { keys, partitions } => {
+                let combined = match nodes.get(index + 1).map(|next| &next.operator) {
+                    Some(Operator::WindowAggregate { window, keys: group_keys, aggregates }) if combine => {
+                        current.ops.push(PhysicalOp::PartialWindowAggregate {
+                            window: window.clone(),
+                            keys: group_keys.clone(),
+                            aggregates: aggregates.clone(),
+                        });
+                        true
+                    }
+                    _ => false,
+                };
+                current.output = StageOutput::Shuffle { keys: keys.clone(), partitions: *partitions };
+                let map_partitions = current.partitions;
+                let from_stage = current.id;
+                stages.push(current);
+                current = StagePlan {
+                    id: StageId(stages.len() as u32),
+                    partitions: *partitions,
+                    input: StageInput::Shuffle { from_stage, map_partitions },
+                    ops: Vec::new(),
+                    output: StageOutput::Sink(SinkSpec::Discard),
+                };
+                if combined {
+                    current.ops.push(aggregate_after_exchange(nodes, index, AggregateInput::Partials));
+                }
+            }
+            Operator::WindowAggregate { .. } => {
+                let already_merged = matches!(current.ops.last(), Some(PhysicalOp::WindowAggregate { .. }));
+                if !already_merged {
+                    current.ops.push(aggregate_after_exchange(nodes, index - 1, AggregateInput::Rows));
+                }
+            }
+            Operator::Sink { spec } => current.output = StageOutput::Sink(spec.clone()),
+        }
+    }
+    stages.push(current);
+    Ok(PhysicalPlan { stages })
+}
+
+fn aggregate_after_exchange(nodes: &[crate::node::Node], exchange_index: usize, input: AggregateInput) -> PhysicalOp {
+    let Operator::WindowAggregate { window, keys, aggregates } = &nodes[exchange_index + 1].operator else {
+        unreachable!("called only when a window aggregate follows the exchange")
+    };
+    PhysicalOp::WindowAggregate { window: window.clone(), keys: keys.clone(), aggregates: aggregates.clone(), input }
+}
+
+/// For each node, the columns of its *output* that some later node reads.
+fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
+    let nodes = &plan.nodes;
+    let mut required = vec![BTreeSet::new(); nodes.len()];
+    let mut needed: BTreeSet<String> = BTreeSet::new();
+    for index in (0..nodes.len()).rev() {
+        required[index] = needed.clone();
+        // `needed` becomes the columns this node reads from its input.
+        needed = match &nodes[index].operator {
+            Operator::Sink { .. } => schemas[index - 1].fields.iter().map(|field| field.name.clone()).collect(),
+            Operator::WindowAggregate { window, keys, aggregates } => {
+                let mut reads: BTreeSet<String> = keys.iter().cloned().collect();
+                reads.insert(window.time_column.clone());
+                reads.extend(aggregates.iter().filter_map(|aggregate| aggregate.column.clone()));
+                reads
+            }
+            Operator::Exchange { keys, .. } => {
+                let mut reads = needed.clone();
+                reads.extend(keys.iter().cloned());
+                reads
+            }
+            Operator::Lookup { key, columns, .. } => {
+                let mut reads: BTreeSet<String> = needed.iter().filter(|name| !columns.contains(name)).cloned().collect();
+                reads.insert(key.clone());
+                reads
+            }
+            Operator::Project { columns } => columns
+                .iter()
+                .filter(|(_, name)| needed.contains(name))
+                .flat_map(|(expr, _)| expr.columns().into_iter().map(str::to_string))
+                .collect(),
+            Operator::Filter { predicate } => {
+                let mut reads = needed.clone();
+                reads.extend(predicate.columns().into_iter().map(str::to_string));
+                reads
+            }
+            Operator::DecodeJson { .. } | Operator::Source { .. } => BTreeSet::new(),
+        };
+    }
+    required
+}
+
+/// Whether an aggregate function can be computed in two steps (partial, then merge).
+pub fn is_decomposable(func: AggFunc) -> bool {
+    matches!(func, AggFunc::Count | AggFunc::Sum | AggFunc::Min | AggFunc::Max)
+}

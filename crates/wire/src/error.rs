@@ -1,0 +1,37 @@
+//! Errors of the wire: a peer speaking another protocol, a damaged stream, a closed socket.
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The peer runs another sleet version: upgrading one side is the fix, not a retry.
+    #[error("protocol version mismatch: we speak {ours}, the peer speaks {theirs}")]
+    VersionMismatch { ours: u16, theirs: u16 },
+    #[error("the peer is not a sleet process (bad magic {0:?})")]
+    BadMagic([u8; 4]),
+    #[error("frame of {length} bytes exceeds the limit of {limit} bytes")]
+    FrameTooLarge { length: u64, limit: u64 },
+    #[error("unknown frame kind {0}")]
+    UnknownFrameKind(u8),
+    #[error("connection closed in the middle of a frame")]
+    Truncated,
+    #[error("unexpected {found} frame where {expected} was expected")]
+    UnexpectedFrame { expected: &'static str, found: &'static str },
+    #[error("malformed {what} message")]
+    Malformed {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The socket failed; reconnecting may help.
+    #[error("connection failed")]
+    Io(#[source] std::io::Error),
+}
+
+impl From<std::io::Error> for WireError {
+    fn from(error: std::io::Error) -> Self {
+        if error.kind() == std::io::ErrorKind::UnexpectedEof {
+            WireError::Truncated
+        } else {
+            WireError::Io(error)
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! The frame codec and the version handshake.
+//!
+//! A frame is `[u32 big-endian length][u8 kind][payload]`, where `length` counts the kind
+//! byte and the payload. The length is checked against `MAX_FRAME_BYTES` *before* any
+//! buffer is allocated, so a corrupt or hostile length cannot exhaust memory.
+
+use serde::{de::DeserializeOwned, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+use crate::error::WireError;
+
+/// Bumped on any incompatible change to frames or messages.
+pub const PROTOCOL_VERSION: u16 = 1;
+/// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
+pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
+const MAGIC: [u8; 4] = *b"SLET";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameKind {
+    Hello = 1,
+    Control = 2,
+    Data = 3,
+}
+
+impl FrameKind {
+    fn from_byte(byte: u8) -> Result<Self, WireError> {
+        match byte {
+            1 => Ok(FrameKind::Hello),
+            2 => Ok(FrameKind::Control),
+            3 => Ok(FrameKind::Data),
+            other => Err(WireError::UnknownFrameKind(other)),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            FrameKind::Hello => "hello",
+            FrameKind::Control => "control",
+            FrameKind::Data => "data",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub kind: FrameKind,
+    pub payload: Vec<u8>,
+}
+
+impl Frame {
+    /// Decodes a control frame's JSON payload into `T`.
+    pub fn control<T: DeserializeOwned>(&self, what: &'static str) -> Result<T, WireError> {
+        if self.kind != FrameKind::Control {
+            return Err(WireError::UnexpectedFrame { expected: "control", found: self.kind.name() });
+        }
+        serde_json::from_slice(&self.payload).map_err(|source| WireError::Malformed { what, source })
+    }
+
+    /// Splits a data frame into its JSON header (decoded as `T`) and its body bytes.
+    pub fn data<T: DeserializeOwned>(&self, what: &'static str) -> Result<(T, &[u8]), WireError> {
+        if self.kind != FrameKind::Data {
+            return Err(WireError::UnexpectedFrame { expected: "data", found: self.kind.name() });
+        }
+        let truncated = || WireError::Malformed {
+            what,
+            source: serde::de::Error::custom("data frame shorter than its header length"),
+        };
+        let header_length = self.payload.get(..4).ok_or_else(truncated)?;
+        let header_length = u32::from_be_bytes(header_length.try_into().expect("4 bytes")) as usize;
+        let header = self.payload.get(4..4 + header_length).ok_or_else(truncated)?;
+        let header = serde_json::from_slice(header).map_err(|source| WireError::Malformed { what, source })?;
+        Ok((header, &self.payload[4 + header_length..]))
+    }
+}
+
+/// Who is on the other end of a connection; the driver routes by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Driver = 1,
+    Worker = 2,
+    Client = 3,
+    /// A worker fetching shuffle blocks from another worker.
+    Peer = 4,
+}
+
+impl Role {
+    fn from_byte(byte: u8) -> Option<Self> {
+        match byte {
+            1 => Some(Role::Driver),
+            2 => Some(Role::Worker),
+            3 => Some(Role::Client),
+            4 => Some(Role::Peer),
+            _ => None,
+        }
+    }
+}
+
+pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, kind: FrameKind, payload: &[u8]) -> Result<(), WireError> {
+    let length = payload.len() as u64 + 1;
+    if length > MAX_FRAME_BYTES as u64 {
+        return Err(WireError::FrameTooLarge { length, limit: MAX_FRAME_BYTES as u64 });
+    }
+    writer.write_all(&(length as u32).to_be_bytes()).await?;
+    writer.write_all(&[kind as u8]).await?;
+    writer.write_all(payload).await?;
+    Ok(())
+}
+
+/// Reads one frame. `Ok(None)` means the peer closed the connection cleanly between frames.
+pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, limit: u32) -> Result<Option<Frame>, WireError> {
+    let mut length_bytes = [0u8; 4];
+    let mut filled = 0;
+    while filled < 4 {
+        let read = reader.read(&mut length_bytes[filled..]).await?;
+        if read == 0 {
+            return if filled == 0 { Ok(None) } else { Err(WireError::Truncated) };
+        }
+        filled += read;
+    }
+    let length = u32::from_be_bytes(length_bytes);
+    if length > limit {
+        return Err(WireError::FrameTooLarge { length: length as u64, limit: limit as u64 });
+    }
+    if length == 0 {
+        return Err(WireError::Truncated);
+    }
+    let mut kind = [0u8; 1];
+    reader.read_exact(&mut kind).await?;
+    let kind = FrameKind::from_byte(kind[0])?;
+    let mut payload = vec![0u8; length as usize - 1];
+    reader.read_exact(&mut payload).await?;
+    Ok(Some(Frame { kind, payload }))
+}
+
+pub async fn write_control<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, message: &T) -> Result<(), WireError> {
+    let payload = serde_json::to_vec(message).expect("control messages always serialize");
+    write_frame(writer, FrameKind::Control, &payload).await
+}
+
+pub async fn write_data<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, header: &T, body: &[u8]) -> Result<(), WireError> {
+    let header = serde_json::to_vec(header).expect("data headers always serialize");
+    let mut payload = Vec::with_capacity(4 + header.len() + body.len());
+    payload.extend_from_slice(&(header.len() as u32).to_be_bytes());
+    payload.extend_from_slice(&header);
+    payload.extend_from_slice(body);
+    write_frame(writer, FrameKind::Data, &payload).await
+}
+
+/// Sends our hello and checks the peer's: same magic, same version. Returns the peer's role.
+pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, role: Role) -> Result<Role, WireError> {
+    let mut hello = Vec::with_capacity(7);
+    hello.extend_from_slice(&MAGIC);
+    hello.extend_from_slice(&PROTOCOL_VERSION.to_be_bytes());
+    hello.push(role as u8);
+    write_frame(stream, FrameKind::Hello, &hello).await?;
+    stream.flush().await?;
+    let frame = read_frame(stream, 64).await?.ok_or(WireError::Truncated)?;
+    if frame.kind != FrameKind::Hello {
+        return Err(WireError::UnexpectedFrame { expected: "hello", found: frame.kind.name() });
+    }
+    let payload = &frame.payload;
+    if payload.len() < 4 || payload[..4] != MAGIC {
+        let mut magic = [0u8; 4];
+        let shown = payload.len().min(4);
+        magic[..shown].copy_from_slice(&payload[..shown]);
+        return Err(WireError::BadMagic(magic));
+    }
+    if payload.len() != 7 {
+        return Err(WireError::Truncated);
+    }
+    let theirs = u16::from_be_bytes([payload[4], payload[5]]);
+    if theirs != PROTOCOL_VERSION {
+        return Err(WireError::VersionMismatch { ours: PROTOCOL_VERSION, theirs });
+    }
+    Role::from_byte(payload[6]).ok_or(WireError::UnknownFrameKind(payload[6]))
+}
+
+/// A handshaken TCP connection split into a buffered reader and writer.
+pub struct Connection {
+    pub reader: BufReader<OwnedReadHalf>,
+    pub writer: BufWriter<OwnedWriteHalf>,
+    pub peer_role: Role,
+}
+
+impl Connection {
+    pub async fn connect(address: &str, role: Role) -> Result<Connection, WireError> {
+        let stream = TcpStream::connect(address).await?;
+        Connection::establish(stream, role).await
+    }
+
+    pub async fn establish(mut stream: TcpStream, role: Role) -> Result<Connection, WireError> {
+        stream.set_nodelay(true)?;
+        let peer_role = handshake(&mut stream, role).await?;
+        let (read, write) = stream.into_split();
+        Ok(Connection {
+            reader: BufReader::with_capacity(256 * 1024, read),
+            writer: BufWriter::with_capacity(256 * 1024, write),
+            peer_role,
+        })
+    }
+
+    pub async fn send<T: Serialize>(&mut self, message: &T) -> Result<(), WireError> {
+        write_control(&mut self.writer, message).await?;
+        self.writer.flush().await?;
+        Ok(())
+    }
+
+    pub async fn recv(&mut self) -> Result<Option<Frame>, WireError> {
+        read_frame(&mut self.reader, MAX_FRAME_BYTES).await
+    }
+
+    pub fn into_split(self) -> (BufReader<OwnedReadHalf>, BufWriter<OwnedWriteHalf>) {
+        (self.reader, self.writer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::duplex;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime")
+    }
+
+    async fn encoded(kind: FrameKind, payload: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_frame(&mut out, kind, payload).await.expect("encode");
+        out
+    }
+
+    fn check_read(bytes: Vec<u8>, limit: u32, expected: Result<Option<Frame>, &str>) {
+        runtime().block_on(async {
+            let mut reader = &bytes[..];
+            let got = read_frame(&mut reader, limit).await;
+            match (got, expected) {
+                (Ok(frame), Ok(want)) => assert_eq!(frame, want),
+                (Err(error), Err(want)) => assert!(error.to_string().contains(want), "error `{error}` lacks `{want}`"),
+                (got, want) => panic!("got {got:?}, expected {want:?}"),
+            }
+        });
+    }
+
+    #[test]
+    fn round_trips_a_frame() {
+        let bytes = runtime().block_on(encoded(FrameKind::Control, b"{\"a\":1}"));
+        check_read(bytes, 1024, Ok(Some(Frame { kind: FrameKind::Control, payload: b"{\"a\":1}".to_vec() })));
+    }
+
+    #[test]
+    fn clean_close_between_frames_is_none() {
+        check_read(Vec::new(), 1024, Ok(None));
+    }
+
+    #[test]
+    fn truncated_frames_are_errors() {
+        let bytes = runtime().block_on(encoded(FrameKind::Data, &[7u8; 100]));
+        for cut in [2, 4, 5, 50, bytes.len() - 1] {
+            check_read(bytes[..cut].to_vec(), 1024, Err("closed in the middle of a frame"));
+        }
+    }
+
+    #[test]
+    fn oversized_length_is_rejected_before_allocating() {
+        let mut bytes = u32::MAX.to_be_bytes().to_vec();
+        bytes.push(FrameKind::Data as u8);
+        check_read(bytes, MAX_FRAME_BYTES, Err("exceeds the limit"));
+        let bytes = runtime().block_on(encoded(FrameKind::Data, &[0u8; 2000]));
+        check_read(bytes, 1000, Err("2001 bytes exceeds the limit of 1000"));
+    }
+
+    #[test]
+    fn unknown_kind_is_rejected() {
+        check_read(vec![0, 0, 0, 2, 9, 0], 1024, Err("unknown frame kind 9"));
+    }
+
+    #[test]
+    fn data_frame_carries_header_and_body() {
+        runtime().block_on(async {
+            let mut out = Vec::new();
+            write_data(&mut out, &vec![1u32, 2], b"BODY").await.expect("encode");
+            let frame = read_frame(&mut &out[..], 1024).await.expect("read").expect("a frame");
+            let (header, body): (Vec<u32>, &[u8]) = frame.data("test").expect("data");
+            assert_eq!(header, vec![1, 2]);
+            assert_eq!(body, b"BODY");
+        });
+    }
+
+    #[test]
+    fn handshake_agrees_on_roles() {
+        runtime().block_on(async {
+            let (mut left, mut right) = duplex(1024);
+            let (a, b) = tokio::join!(handshake(&mut left, Role::Worker), handshake(&mut right, Role::Driver));
+            assert_eq!(a.expect("left"), Role::Driver);
+            assert_eq!(b.expect("right"), Role::Worker);
+        });
+    }
+
+    #[test]
+    fn handshake_fails_clearly_on_wrong_version() {
+        runtime().block_on(async {
+            let (mut ours, mut theirs) = duplex(1024);
+            let mut hello = MAGIC.to_vec();
+            hello.extend_from_slice(&(PROTOCOL_VERSION + 1).to_be_bytes());
+            hello.push(Role::Worker as u8);
+            write_frame(&mut theirs, FrameKind::Hello, &hello).await.expect("send");
+            let error = handshake(&mut ours, Role::Driver).await.expect_err("must fail");
+            assert!(
+                matches!(error, WireError::VersionMismatch { ours: PROTOCOL_VERSION, theirs } if theirs == PROTOCOL_VERSION + 1),
+                "{error}"
+            );
+            assert!(error.to_string().contains("version mismatch"));
+        });
+    }
+
+    #[test]
+    fn handshake_rejects_a_stranger() {
+        runtime().block_on(async {
+            let (mut ours, mut theirs) = duplex(1024);
+            write_frame(&mut theirs, FrameKind::Hello, b"HTTP/1").await.expect("send");
+            let error = handshake(&mut ours, Role::Driver).await.expect_err("must fail");
+            assert!(matches!(error, WireError::BadMagic(_)), "{error}");
+        });
+    }
+}
