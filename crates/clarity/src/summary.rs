@@ -52,7 +52,14 @@ mod tests {
     use super::*;
 
     fn record(kind: MonotaskKind, queued: i64, started: i64, finished: i64) -> MonotaskRecord {
-        MonotaskRecord { kind, resource: kind.resource(), bytes: 10, queued_at_us: queued, started_at_us: started, finished_at_us: finished }
+        MonotaskRecord {
+            kind,
+            resource: kind.resource(),
+            bytes: 10,
+            queued_at_us: queued,
+            started_at_us: started,
+            finished_at_us: finished,
+        }
     }
 
     #[test]

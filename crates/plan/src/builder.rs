@@ -2,7 +2,9 @@
 
 use crate::error::PlanError;
 use crate::expr::Expr;
-use crate::node::{default_max_record_bytes, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec};
+use crate::node::{
+    default_max_record_bytes, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec,
+};
 use crate::schema::Schema;
 
 #[derive(Debug, Clone)]
@@ -12,9 +14,7 @@ pub struct PlanBuilder {
 
 impl PlanBuilder {
     pub fn source(name: impl Into<String>, spec: SourceSpec) -> Self {
-        PlanBuilder {
-            plan: Plan { name: name.into(), nodes: vec![Node { operator: Operator::Source { spec } }] },
-        }
+        PlanBuilder { plan: Plan { name: name.into(), nodes: vec![Node { operator: Operator::Source { spec } }] } }
     }
 
     fn push(mut self, operator: Operator) -> Self {

@@ -44,17 +44,11 @@ pub enum BinaryOp {
 
 impl BinaryOp {
     pub fn is_arithmetic(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide | BinaryOp::Modulo
-        )
+        matches!(self, BinaryOp::Add | BinaryOp::Subtract | BinaryOp::Multiply | BinaryOp::Divide | BinaryOp::Modulo)
     }
 
     pub fn is_comparison(self) -> bool {
-        matches!(
-            self,
-            BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq
-        )
+        matches!(self, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
     }
 }
 
@@ -63,12 +57,22 @@ impl BinaryOp {
 pub enum Expr {
     Column(String),
     Literal(Scalar),
-    Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr> },
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
     Not(Box<Expr>),
-    Cast { expr: Box<Expr>, to: DataType },
+    Cast {
+        expr: Box<Expr>,
+        to: DataType,
+    },
     /// Start of the tumbling window of `size_ms` holding the timestamp `expr`
     /// (floor division, so negative timestamps land in the window below them).
-    WindowStart { expr: Box<Expr>, size_ms: i64 },
+    WindowStart {
+        expr: Box<Expr>,
+        size_ms: i64,
+    },
 }
 
 pub fn col(name: impl Into<String>) -> Expr {
@@ -193,8 +197,7 @@ impl Expr {
                         DataType::Int64
                     })
                 } else if op.is_comparison() {
-                    let comparable = left_type == right_type
-                        || (left_type.is_numeric() && right_type.is_numeric());
+                    let comparable = left_type == right_type || (left_type.is_numeric() && right_type.is_numeric());
                     if !comparable || left_type == DataType::Binary {
                         return Err(mismatch());
                     }
@@ -218,9 +221,10 @@ impl Expr {
                 let allowed = from == *to
                     || matches!(
                         (from, to),
-                        (DataType::Utf8 | DataType::Int64 | DataType::Float64 | DataType::Boolean,
-                         DataType::Utf8 | DataType::Int64 | DataType::Float64)
-                            | (DataType::Int64, DataType::Boolean)
+                        (
+                            DataType::Utf8 | DataType::Int64 | DataType::Float64 | DataType::Boolean,
+                            DataType::Utf8 | DataType::Int64 | DataType::Float64
+                        ) | (DataType::Int64, DataType::Boolean)
                     );
                 if !allowed {
                     return Err(ExprTypeError::Mismatch {

@@ -28,9 +28,6 @@ pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};
 pub use job::{JobFile, JobSettings, SchedulerKind};
-pub use node::{
-    AggFunc, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec,
-    YsbSourceSpec,
-};
+pub use node::{AggFunc, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec};
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};

@@ -23,7 +23,9 @@ pub struct Node {
 #[serde(rename_all = "snake_case")]
 pub enum Operator {
     /// Reads raw records; its output has one `value: binary` column.
-    Source { spec: SourceSpec },
+    Source {
+        spec: SourceSpec,
+    },
     /// Parses each raw record as JSON into `schema`. Records that do not parse or do not fit
     /// go to the dead-letter output with a reason.
     DecodeJson {
@@ -31,16 +33,34 @@ pub enum Operator {
         #[serde(default = "default_max_record_bytes")]
         max_record_bytes: u32,
     },
-    Filter { predicate: Expr },
+    Filter {
+        predicate: Expr,
+    },
     /// Each output column is an expression with a name.
-    Project { columns: Vec<(Expr, String)> },
+    Project {
+        columns: Vec<(Expr, String)>,
+    },
     /// Inner join of each row with the broadcast `table` on `key` = the table's `table_key`,
     /// appending the table's `columns`.
-    Lookup { key: String, table: TableSpec, table_key: String, columns: Vec<String> },
+    Lookup {
+        key: String,
+        table: TableSpec,
+        table_key: String,
+        columns: Vec<String>,
+    },
     /// Hash-partitions rows on `keys` into `partitions` reduce partitions.
-    Exchange { keys: Vec<String>, partitions: u32 },
-    WindowAggregate { window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate> },
-    Sink { spec: SinkSpec },
+    Exchange {
+        keys: Vec<String>,
+        partitions: u32,
+    },
+    WindowAggregate {
+        window: WindowSpec,
+        keys: Vec<String>,
+        aggregates: Vec<Aggregate>,
+    },
+    Sink {
+        spec: SinkSpec,
+    },
 }
 
 pub fn default_max_record_bytes() -> u32 {
@@ -140,10 +160,9 @@ pub enum TableSpec {
 impl TableSpec {
     pub fn schema(&self) -> Schema {
         match self {
-            TableSpec::YsbCampaigns { .. } => Schema::new(vec![
-                Field::new("ad_id", DataType::Utf8),
-                Field::new("campaign_id", DataType::Utf8),
-            ]),
+            TableSpec::YsbCampaigns { .. } => {
+                Schema::new(vec![Field::new("ad_id", DataType::Utf8), Field::new("campaign_id", DataType::Utf8)])
+            }
         }
     }
 }
@@ -153,7 +172,9 @@ impl TableSpec {
 pub enum SinkSpec {
     Stdout,
     /// One JSON object per output row, one file per reduce partition, under `dir`.
-    JsonLines { dir: String },
+    JsonLines {
+        dir: String,
+    },
     /// Keeps no output; the task still reports what it would have written.
     Discard,
 }

@@ -55,7 +55,10 @@ pub struct StagePlan {
 pub enum StageInput {
     Source(SourceSpec),
     /// Pulls one block from each map partition of `from_stage`.
-    Shuffle { from_stage: StageId, map_partitions: u32 },
+    Shuffle {
+        from_stage: StageId,
+        map_partitions: u32,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,14 +82,36 @@ pub enum AggregateInput {
 pub enum PhysicalOp {
     /// `projection` lists the schema fields that are materialized; the others are still
     /// type-checked so a malformed record is caught whichever fields the job reads.
-    DecodeJson { schema: Schema, projection: Vec<String>, max_record_bytes: u32 },
-    Filter { predicate: Expr },
-    Project { columns: Vec<(Expr, String)> },
-    Lookup { key: String, table: TableSpec, table_key: String, columns: Vec<String> },
+    DecodeJson {
+        schema: Schema,
+        projection: Vec<String>,
+        max_record_bytes: u32,
+    },
+    Filter {
+        predicate: Expr,
+    },
+    Project {
+        columns: Vec<(Expr, String)>,
+    },
+    Lookup {
+        key: String,
+        table: TableSpec,
+        table_key: String,
+        columns: Vec<String>,
+    },
     /// Folds the rows of one batch into one row per (window, keys); keeps no state.
-    PartialWindowAggregate { window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate> },
+    PartialWindowAggregate {
+        window: WindowSpec,
+        keys: Vec<String>,
+        aggregates: Vec<Aggregate>,
+    },
     /// Keyed window state across batches, emitting updated windows every batch.
-    WindowAggregate { window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>, input: AggregateInput },
+    WindowAggregate {
+        window: WindowSpec,
+        keys: Vec<String>,
+        aggregates: Vec<Aggregate>,
+        input: AggregateInput,
+    },
 }
 
 impl PhysicalOp {
@@ -211,7 +236,8 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
                 reads
             }
             Operator::Lookup { key, columns, .. } => {
-                let mut reads: BTreeSet<String> = needed.iter().filter(|name| !columns.contains(name)).cloned().collect();
+                let mut reads: BTreeSet<String> =
+                    needed.iter().filter(|name| !columns.contains(name)).cloned().collect();
                 reads.insert(key.clone());
                 reads
             }

@@ -22,12 +22,8 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
         let is_first = index == 0;
         let is_last = index + 1 == nodes.len();
         match (&node.operator, is_first, is_last) {
-            (Operator::Source { .. }, false, _) => {
-                return Err(structure("a source may only be the first node".into()))
-            }
-            (Operator::Sink { .. }, _, false) => {
-                return Err(structure("a sink may only be the last node".into()))
-            }
+            (Operator::Source { .. }, false, _) => return Err(structure("a source may only be the first node".into())),
+            (Operator::Sink { .. }, _, false) => return Err(structure("a sink may only be the last node".into())),
             (op, true, _) if !matches!(op, Operator::Source { .. }) => {
                 return Err(structure("the first node must be a source".into()))
             }
@@ -174,9 +170,7 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
                 for aggregate in aggregates {
                     let data_type = match (aggregate.func, &aggregate.column) {
                         (AggFunc::Count, _) => DataType::Int64,
-                        (_, None) => {
-                            return Err(option(&at, &aggregate.name, "sum, min and max need a column"))
-                        }
+                        (_, None) => return Err(option(&at, &aggregate.name, "sum, min and max need a column")),
                         (_, Some(column)) => {
                             let found = column_type(&at, input, column)?;
                             if !found.is_numeric() {
@@ -191,7 +185,11 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
                         }
                     };
                     if fields.iter().any(|field| field.name == aggregate.name) {
-                        return Err(option(&at, "aggregates", &format!("output column `{}` appears twice", aggregate.name)));
+                        return Err(option(
+                            &at,
+                            "aggregates",
+                            &format!("output column `{}` appears twice", aggregate.name),
+                        ));
                     }
                     fields.push(Field::new(aggregate.name.clone(), data_type));
                 }
@@ -232,11 +230,9 @@ fn column_type(at: &NodeRef, schema: &Schema, column: &str) -> Result<DataType, 
 
 fn expr_type(at: &NodeRef, expr: &Expr, schema: &Schema) -> Result<DataType, PlanError> {
     expr.data_type(schema).map_err(|error| match error {
-        ExprTypeError::UnknownColumn(column) => PlanError::UnknownColumn {
-            node: at.clone(),
-            column,
-            available: schema.names().join(", "),
-        },
+        ExprTypeError::UnknownColumn(column) => {
+            PlanError::UnknownColumn { node: at.clone(), column, available: schema.names().join(", ") }
+        }
         ExprTypeError::Mismatch { expr, reason } => {
             PlanError::Structure { node: at.clone(), reason: format!("in `{expr}`: {reason}") }
         }

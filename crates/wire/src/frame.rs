@@ -97,7 +97,11 @@ impl Role {
     }
 }
 
-pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, kind: FrameKind, payload: &[u8]) -> Result<(), WireError> {
+pub async fn write_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    kind: FrameKind,
+    payload: &[u8],
+) -> Result<(), WireError> {
     let length = payload.len() as u64 + 1;
     if length > MAX_FRAME_BYTES as u64 {
         return Err(WireError::FrameTooLarge { length, limit: MAX_FRAME_BYTES as u64 });
@@ -139,7 +143,11 @@ pub async fn write_control<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, 
     write_frame(writer, FrameKind::Control, &payload).await
 }
 
-pub async fn write_data<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, header: &T, body: &[u8]) -> Result<(), WireError> {
+pub async fn write_data<W: AsyncWrite + Unpin, T: Serialize>(
+    writer: &mut W,
+    header: &T,
+    body: &[u8],
+) -> Result<(), WireError> {
     let header = serde_json::to_vec(header).expect("data headers always serialize");
     let mut payload = Vec::with_capacity(4 + header.len() + body.len());
     payload.extend_from_slice(&(header.len() as u32).to_be_bytes());

@@ -16,7 +16,7 @@ pub mod message;
 
 pub use error::WireError;
 pub use frame::{
-    handshake, read_frame, write_control, write_data, write_frame, Connection, Frame, FrameKind, Role,
-    MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    handshake, read_frame, write_control, write_data, write_frame, Connection, Frame, FrameKind, Role, MAX_FRAME_BYTES,
+    PROTOCOL_VERSION,
 };
 pub use message::*;

@@ -73,11 +73,15 @@ pub struct JobRegistration {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DriverToWorker {
-    Welcome { worker: WorkerId },
+    Welcome {
+        worker: WorkerId,
+    },
     RegisterJob(JobRegistration),
     LaunchTask(TaskDescriptor),
     /// Flush sinks, drop the job's state and blocks, then answer `JobEnded`.
-    EndJob { job: JobId },
+    EndJob {
+        job: JobId,
+    },
     Shutdown,
 }
 
@@ -130,7 +134,9 @@ pub struct TaskStats {
 #[serde(rename_all = "snake_case")]
 pub enum ClientRequest {
     Submit(Box<JobFile>),
-    Stop { job: JobId },
+    Stop {
+        job: JobId,
+    },
     /// Stop every job, tell the workers to exit, then exit.
     Shutdown,
 }
