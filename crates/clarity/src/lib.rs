@@ -10,8 +10,10 @@
 //! Pure data and pure functions: no clocks, no I/O. The bottleneck and what-if model of
 //! DESIGN §8 grows here.
 
+pub mod percentile;
 pub mod record;
 pub mod summary;
 
+pub use percentile::percentile;
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
 pub use summary::{summarize, ResourceSummary};

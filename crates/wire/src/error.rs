@@ -21,6 +21,10 @@ pub enum WireError {
         #[source]
         source: serde_json::Error,
     },
+    #[error("data block is not valid Arrow IPC")]
+    Ipc(#[source] arrow_schema::ArrowError),
+    #[error("data block is malformed: {0}")]
+    BadBlock(String),
     /// The socket failed; reconnecting may help.
     #[error("connection failed")]
     Io(#[source] std::io::Error),
@@ -34,4 +38,16 @@ impl From<std::io::Error> for WireError {
             WireError::Io(error)
         }
     }
+}
+
+/// An error and its causes on one line, so a report sent to another process tells the whole story.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }

@@ -10,11 +10,13 @@
 //! that, frames are `[u32 length][u8 kind][payload]`. Control payloads are JSON (serde);
 //! data payloads are a JSON header followed by Arrow IPC stream bytes.
 
+pub mod clock;
 pub mod error;
 pub mod frame;
+pub mod ipc;
 pub mod message;
 
-pub use error::WireError;
+pub use error::{error_chain, WireError};
 pub use frame::{
     handshake, read_frame, write_control, write_data, write_frame, Connection, Frame, FrameKind, Role, MAX_FRAME_BYTES,
     PROTOCOL_VERSION,

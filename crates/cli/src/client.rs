@@ -1,0 +1,44 @@
+//! Talking to a driver as a client: submit a job, follow its progress, stop it.
+
+use std::future::Future;
+
+use anyhow::{bail, Context, Result};
+use sleet_plan::JobFile;
+use sleet_wire::{ClientRequest, Connection, DriverToClient, JobProgress, JobSummary, Role};
+
+/// Submits `job` and waits for its end. `stop` resolving (e.g. on Ctrl-C) asks the driver to
+/// stop the job; the summary of what ran still arrives.
+pub async fn run_job(
+    driver_address: &str,
+    job: JobFile,
+    mut on_progress: impl FnMut(&JobProgress),
+    stop: impl Future<Output = ()>,
+) -> Result<JobSummary> {
+    let mut connection = Connection::connect(driver_address, Role::Client)
+        .await
+        .with_context(|| format!("connecting to the driver at {driver_address}"))?;
+    connection.send(&ClientRequest::Submit(Box::new(job))).await.context("submitting the job")?;
+    tokio::pin!(stop);
+    let mut stop_sent = false;
+    let mut job_id = None;
+    loop {
+        let frame = tokio::select! {
+            frame = connection.recv() => frame.context("reading from the driver")?,
+            _ = &mut stop, if !stop_sent => {
+                stop_sent = true;
+                if let Some(job) = job_id {
+                    connection.send(&ClientRequest::Stop { job }).await.context("asking the driver to stop")?;
+                }
+                continue;
+            }
+        };
+        let Some(frame) = frame else { bail!("the driver closed the connection before the job ended") };
+        match frame.control::<DriverToClient>("driver reply")? {
+            DriverToClient::Accepted { job, .. } => job_id = Some(job),
+            DriverToClient::Rejected { reason } => bail!("the driver rejected the job: {reason}"),
+            DriverToClient::Progress(progress) => on_progress(&progress),
+            DriverToClient::Finished(summary) => return Ok(*summary),
+            DriverToClient::Failed { job, reason } => bail!("job {job} failed: {reason}"),
+        }
+    }
+}

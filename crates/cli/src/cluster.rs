@@ -1,0 +1,132 @@
+//! A local cluster for `demo`, `bench` and tests: a driver and workers as child processes of
+//! this binary on 127.0.0.1. Every child is stopped by the PID this process started.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+pub struct LocalCluster {
+    pub driver_address: String,
+    driver: Child,
+    workers: Vec<Child>,
+    pub log_dir: PathBuf,
+}
+
+/// How long children get to exit after a shutdown request before they are killed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+impl LocalCluster {
+    pub fn start(workers: u32, cores_per_worker: u32, log_dir: &Path) -> Result<LocalCluster> {
+        std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
+        let exe = std::env::current_exe().context("locating the sleet binary")?;
+        let driver_log = log_file(log_dir, "driver.log")?;
+        let mut driver = child_command(&exe)
+            .args(["driver", "--listen", "127.0.0.1:0", "--expect-workers", &workers.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(driver_log)
+            .spawn()
+            .context("starting the driver process")?;
+        let stdout = driver.stdout.take().ok_or_else(|| anyhow!("driver stdout is not piped"))?;
+        let driver_address = match read_driver_address(stdout) {
+            Ok(address) => address,
+            Err(error) => {
+                let _ = driver.kill();
+                let _ = driver.wait();
+                return Err(error.context(format!("see {}", log_dir.join("driver.log").display())));
+            }
+        };
+        let mut cluster = LocalCluster { driver_address, driver, workers: Vec::new(), log_dir: log_dir.to_path_buf() };
+        for index in 1..=workers {
+            let name = format!("worker-{index}");
+            let log = log_file(log_dir, &format!("{name}.log"))?;
+            let child = child_command(&exe)
+                .args(["worker", "--driver", &cluster.driver_address, "--cores", &cores_per_worker.to_string()])
+                .args(["--name", &name])
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .with_context(|| format!("starting {name}"))?;
+            cluster.workers.push(child);
+        }
+        Ok(cluster)
+    }
+
+    pub fn worker_pids(&self) -> Vec<u32> {
+        self.workers.iter().map(Child::id).collect()
+    }
+
+    /// Asks the driver to shut everything down, then makes sure every child has exited.
+    pub async fn shutdown(mut self) {
+        if let Ok(mut connection) = sleet_wire::Connection::connect(&self.driver_address, sleet_wire::Role::Client).await {
+            let _ = connection.send(&sleet_wire::ClientRequest::Shutdown).await;
+        }
+        let deadline = Instant::now() + EXIT_GRACE;
+        while Instant::now() < deadline && !self.all_exited() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        self.kill_remaining();
+    }
+
+    fn all_exited(&mut self) -> bool {
+        let driver_done = matches!(self.driver.try_wait(), Ok(Some(_)));
+        driver_done && self.workers.iter_mut().all(|worker| matches!(worker.try_wait(), Ok(Some(_))))
+    }
+
+    fn kill_remaining(&mut self) {
+        for child in self.workers.iter_mut().chain(std::iter::once(&mut self.driver)) {
+            if let Ok(None) = child.try_wait() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for LocalCluster {
+    fn drop(&mut self) {
+        self.kill_remaining();
+    }
+}
+
+fn child_command(exe: &Path) -> Command {
+    let mut command = Command::new(exe);
+    // Own process group: a Ctrl-C in the terminal reaches only this process, which then stops
+    // the children in order instead of all of them dying at once.
+    command.process_group(0).stdin(Stdio::null());
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the child if this
+    // process dies first, so no child outlives a crashed parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    command
+}
+
+fn log_file(dir: &Path, name: &str) -> Result<File> {
+    let path = dir.join(name);
+    File::create(&path).with_context(|| format!("creating {}", path.display()))
+}
+
+fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let result = BufReader::new(stdout).read_line(&mut line).map(|_| line);
+        let _ = tx.send(result);
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(15))
+        .map_err(|_| anyhow!("the driver did not report its address within 15 s"))?
+        .context("reading the driver's address")?;
+    match line.trim().strip_prefix("sleet driver listening on ") {
+        Some(address) => Ok(address.to_string()),
+        None => bail!("the driver printed {line:?} instead of its address"),
+    }
+}

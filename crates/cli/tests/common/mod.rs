@@ -1,0 +1,64 @@
+//! Helpers shared by the integration tests: run the real `sleet` binary with a time bound.
+
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn sleet() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sleet"))
+}
+
+/// A fresh directory under the target dir for one test's files.
+pub fn test_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating the test directory");
+    dir
+}
+
+/// Runs `command` to completion, killing it if it takes longer than `limit`.
+pub fn run_with_limit(mut command: Command, limit: Duration) -> Output {
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("starting sleet");
+    let stdout = drain(child.stdout.take().expect("piped"));
+    let stderr = drain(child.stderr.take().expect("piped"));
+    let status = wait_with_limit(&mut child, limit);
+    Output { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") }
+}
+
+pub fn wait_with_limit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("polling the child") {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process {} did not finish within {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn drain(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stream.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+/// Kills the children it holds when dropped, so a failing test leaves no process behind.
+pub struct Reaper(pub Vec<Child>);
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Failures a user meets: a plan error is reported before anything runs, naming the node and
+//! column; a worker that dies mid-run stops the job with a clear error instead of a hang.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::{run_with_limit, sleet, test_dir, wait_with_limit, Reaper};
+
+fn ysb_job_file(dir: &std::path::Path, duration_s: u64) -> std::path::PathBuf {
+    let output = run_with_limit(
+        {
+            let mut command = sleet();
+            command.args(["job", "ysb", "--rate", "20000", "--duration", &duration_s.to_string()]);
+            command.arg("--sink-dir").arg(dir.join("results"));
+            command
+        },
+        Duration::from_secs(30),
+    );
+    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
+    let path = dir.join("job.json");
+    std::fs::write(&path, &output.stdout).expect("writing the job file");
+    path
+}
+
+#[test]
+fn unknown_column_is_rejected_naming_node_and_column() {
+    let dir = test_dir("plan_error");
+    let job = ysb_job_file(&dir, 5);
+    let text = std::fs::read_to_string(&job).expect("job file");
+    assert!(text.contains("\"column\": \"event_type\""), "the filter reads event_type");
+    std::fs::write(&job, text.replace("\"column\": \"event_type\"", "\"column\": \"event_kind\"")).expect("write");
+    let mut command = sleet();
+    // No driver listens here: the error must come from validation, before any connection.
+    command.arg("submit").arg(&job).args(["--driver", "127.0.0.1:9"]);
+    let output = run_with_limit(command, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("node 2 (filter)"), "error names the node: {stderr}");
+    assert!(stderr.contains("event_kind"), "error names the column: {stderr}");
+}
+
+#[test]
+fn a_worker_killed_mid_run_fails_the_job_with_a_clear_error() {
+    let dir = test_dir("worker_death");
+    let job = ysb_job_file(&dir, 120);
+    let mut driver = sleet()
+        .args(["driver", "--listen", "127.0.0.1:0", "--expect-workers", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("driver");
+    let mut line = String::new();
+    BufReader::new(driver.stdout.take().expect("piped")).read_line(&mut line).expect("driver address");
+    let address = line.trim().strip_prefix("sleet driver listening on ").expect("address line").to_string();
+    let mut processes = Reaper(vec![driver]);
+    for _ in 0..2 {
+        let worker = sleet()
+            .args(["worker", "--driver", &address, "--cores", "1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("worker");
+        processes.0.push(worker);
+    }
+    let mut submit = sleet()
+        .arg("submit")
+        .arg(&job)
+        .args(["--driver", &address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("submit");
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(submit.try_wait().expect("poll").is_none(), "the job is still running before the kill");
+    let victim = processes.0[2].id();
+    // SAFETY: kill(2) on a child this test started and still owns.
+    unsafe {
+        libc::kill(victim as i32, libc::SIGKILL);
+    }
+    let status = wait_with_limit(&mut submit, Duration::from_secs(30));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut submit.stderr.take().expect("piped"), &mut stderr).expect("stderr");
+    assert!(!status.success(), "the job cannot succeed without the worker");
+    assert!(stderr.contains("was lost during batch"), "the error says a worker was lost: {stderr}");
+    assert!(stderr.contains(&format!("pid {victim}")), "the error names the dead worker's pid: {stderr}");
+}
+
+#[test]
+fn the_demo_runs_and_stops_every_process() {
+    let dir = test_dir("demo");
+    let mut command = sleet();
+    command.args(["demo", "--duration", "6", "--rate", "20000"]).arg("--out").arg(&dir);
+    let output = run_with_limit(command, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "demo failed: {stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let status_lines = stdout.lines().filter(|line| line.contains("events/s | batches")).count();
+    assert!(status_lines >= 3, "a status line about every second: {stdout}");
+    assert!(stdout.contains("every process has exited"), "{stdout}");
+}

@@ -1,0 +1,128 @@
+//! What the driver knows about a running job's output: totals, per-batch records, window
+//! latencies and monotask records, folded into progress reports and the final summary. Pure.
+
+use std::collections::VecDeque;
+
+use sleet_clarity::{percentile, MonotaskRecord};
+use sleet_wire::{BatchRecord, JobId, JobProgress, JobSummary, TaskStats};
+
+/// Progress reports cover the windows closed in this much recent time.
+const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
+/// Bound on the monotask records kept for the summary; beyond it, the oldest are summarized
+/// and dropped, so a job that runs for days keeps bounded memory.
+const MONOTASK_RECORDS_MAX: usize = 200_000;
+
+#[derive(Debug, Default)]
+pub struct JobStats {
+    pub job: JobId,
+    pub start_ms: i64,
+    pub batches: Vec<BatchRecord>,
+    pub events_in: u64,
+    pub dead_letters: u64,
+    pub late_rows_dropped: u64,
+    pub unmatched_lookup_rows: u64,
+    pub sink_rows: u64,
+    pub window_latencies_ms: Vec<i64>,
+    /// (closed at, latency) for the recent-latency figures.
+    recent_latencies: VecDeque<(i64, i64)>,
+    monotasks: Vec<MonotaskRecord>,
+    monotask_summary: std::collections::BTreeMap<String, sleet_clarity::ResourceSummary>,
+}
+
+impl JobStats {
+    pub fn new(job: JobId, start_ms: i64) -> Self {
+        JobStats { job, start_ms, ..JobStats::default() }
+    }
+
+    pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord], now_ms: i64) -> (u64, u64) {
+        if stats.source_range.is_some() {
+            self.events_in += stats.records_in;
+        }
+        self.dead_letters += stats.dead_letters;
+        self.late_rows_dropped += stats.late_rows_dropped;
+        self.unmatched_lookup_rows += stats.unmatched_lookup_rows;
+        self.sink_rows += stats.sink_rows;
+        self.window_latencies_ms.extend_from_slice(&stats.window_latencies_ms);
+        for latency in &stats.window_latencies_ms {
+            self.recent_latencies.push_back((now_ms, *latency));
+        }
+        while self.recent_latencies.front().is_some_and(|(at, _)| *at < now_ms - RECENT_LATENCY_SPAN_MS) {
+            self.recent_latencies.pop_front();
+        }
+        if self.monotasks.len() + monotasks.len() > MONOTASK_RECORDS_MAX {
+            self.fold_monotasks();
+        }
+        self.monotasks.extend_from_slice(monotasks);
+        let events = if stats.source_range.is_some() { stats.records_in } else { 0 };
+        (events, stats.dead_letters)
+    }
+
+    fn fold_monotasks(&mut self) {
+        for (key, summary) in sleet_clarity::summarize(&self.monotasks) {
+            let entry = self.monotask_summary.entry(key).or_default();
+            entry.monotasks += summary.monotasks;
+            entry.run_ms += summary.run_ms;
+            entry.queue_ms += summary.queue_ms;
+            entry.bytes += summary.bytes;
+        }
+        self.monotasks.clear();
+    }
+
+    pub fn progress(&self, now_ms: i64) -> JobProgress {
+        let recent: Vec<f64> = self.recent_latencies.iter().map(|(_, latency)| *latency as f64).collect();
+        let last_second: u64 = self
+            .batches
+            .iter()
+            .rev()
+            .take_while(|batch| batch.finished_at_ms >= now_ms - 1000)
+            .map(|batch| batch.events_in)
+            .sum();
+        JobProgress {
+            job: self.job,
+            batches_done: self.batches.len() as u64,
+            events_in: self.events_in,
+            events_per_s: last_second as f64,
+            dead_letters: self.dead_letters,
+            window_latency_ms_p50: percentile(&recent, 0.5),
+            window_latency_ms_p99: percentile(&recent, 0.99),
+            lag_ms: self.batches.last().map_or(0, |batch| batch.finished_at_ms - batch.scheduled_end_ms),
+        }
+    }
+
+    pub fn summary(mut self, end_ms: i64) -> JobSummary {
+        self.fold_monotasks();
+        JobSummary {
+            job: self.job,
+            start_ms: self.start_ms,
+            end_ms,
+            batches: self.batches,
+            events_in: self.events_in,
+            dead_letters: self.dead_letters,
+            late_rows_dropped: self.late_rows_dropped,
+            unmatched_lookup_rows: self.unmatched_lookup_rows,
+            sink_rows: self.sink_rows,
+            window_latencies_ms: self.window_latencies_ms,
+            monotask_summary: self.monotask_summary,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_source_events_once_and_recent_latency_forgets_old_windows() {
+        let mut stats = JobStats::new(1, 0);
+        let source = TaskStats { source_range: Some((0, 100)), records_in: 50, dead_letters: 2, ..TaskStats::default() };
+        let reduce = TaskStats { records_in: 10, window_latencies_ms: vec![120], ..TaskStats::default() };
+        stats.add_task(&source, &[], 1_000);
+        stats.add_task(&reduce, &[], 1_000);
+        assert_eq!(stats.events_in, 50, "reduce-side rows are not input events");
+        assert_eq!(stats.progress(1_000).window_latency_ms_p50, Some(120.0));
+        let later = TaskStats { window_latencies_ms: vec![80], ..TaskStats::default() };
+        stats.add_task(&later, &[], 20_000);
+        assert_eq!(stats.progress(20_000).window_latency_ms_p99, Some(80.0));
+        assert_eq!(stats.window_latencies_ms, vec![120, 80]);
+    }
+}

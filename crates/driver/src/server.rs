@@ -1,0 +1,136 @@
+//! The driver's network edge: accepts connections, tells workers from clients by their
+//! handshake role, and turns frames into `DriverEvent`s for the coordinator.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use sleet_wire::{
+    ClientRequest, Connection, DriverToClient, DriverToWorker, JobId, Role, WorkerId, WorkerToDriver,
+};
+use tokio::io::AsyncWriteExt;
+use sleet_plan::JobFile;
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::membership::WorkerHandle;
+
+pub type ClientId = u64;
+
+/// Bound on messages queued towards one connection.
+const OUTBOX_LEN_MAX: usize = 4096;
+
+#[derive(Debug)]
+pub enum DriverEvent {
+    WorkerJoined(WorkerHandle),
+    FromWorker { worker: WorkerId, message: WorkerToDriver },
+    WorkerLost { worker: WorkerId, reason: String },
+    Submit { client: ClientId, job: Box<JobFile>, replies: mpsc::Sender<DriverToClient> },
+    Stop { job: JobId },
+    ClientGone { client: ClientId },
+    Shutdown,
+}
+
+pub async fn accept_loop(listener: TcpListener, events: mpsc::Sender<DriverEvent>) {
+    let next_worker = Arc::new(AtomicU32::new(1));
+    let next_client = Arc::new(AtomicU64::new(1));
+    loop {
+        let Ok((stream, peer)) = listener.accept().await else { continue };
+        let events = events.clone();
+        let (next_worker, next_client) = (Arc::clone(&next_worker), Arc::clone(&next_client));
+        tokio::spawn(async move {
+            let connection = match Connection::establish(stream, Role::Driver).await {
+                Ok(connection) => connection,
+                Err(error) => {
+                    eprintln!("sleet driver: rejected a connection from {peer}: {error}");
+                    return;
+                }
+            };
+            match connection.peer_role {
+                Role::Worker => serve_worker(connection, next_worker.fetch_add(1, Ordering::Relaxed), events).await,
+                Role::Client => serve_client(connection, next_client.fetch_add(1, Ordering::Relaxed), events).await,
+                other => eprintln!("sleet driver: {peer} connected as {other:?}, which the driver does not serve"),
+            }
+        });
+    }
+}
+
+async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender<DriverEvent>) {
+    let (mut reader, mut writer) = connection.into_split();
+    let register = match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
+        Ok(Some(frame)) => frame.control::<WorkerToDriver>("worker registration"),
+        Ok(None) => return,
+        Err(error) => Err(error),
+    };
+    let Ok(WorkerToDriver::Register { name, shuffle_address, cores, pid }) = register else {
+        eprintln!("sleet driver: a worker connected without registering; closing it");
+        return;
+    };
+    if sleet_wire::write_control(&mut writer, &DriverToWorker::Welcome { worker: id }).await.is_err()
+        || writer.flush().await.is_err()
+    {
+        return;
+    }
+    let (outbox, mut outbox_rx) = mpsc::channel::<DriverToWorker>(OUTBOX_LEN_MAX);
+    tokio::spawn(async move {
+        while let Some(message) = outbox_rx.recv().await {
+            if sleet_wire::write_control(&mut writer, &message).await.is_err() {
+                return;
+            }
+            if outbox_rx.is_empty() && writer.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    eprintln!("sleet driver: worker {id} joined ({name}, pid {pid}, {cores} cores, shuffle on {shuffle_address})");
+    let handle = WorkerHandle { id, name, shuffle_address, cores, pid, outbox };
+    if events.send(DriverEvent::WorkerJoined(handle)).await.is_err() {
+        return;
+    }
+    let reason = loop {
+        match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
+            Ok(Some(frame)) => match frame.control::<WorkerToDriver>("worker message") {
+                Ok(message) => {
+                    if events.send(DriverEvent::FromWorker { worker: id, message }).await.is_err() {
+                        return;
+                    }
+                }
+                Err(error) => break format!("sent a malformed message ({error})"),
+            },
+            Ok(None) => break "its connection closed".to_string(),
+            Err(error) => break format!("its connection failed ({error})"),
+        }
+    };
+    let _ = events.send(DriverEvent::WorkerLost { worker: id, reason }).await;
+}
+
+async fn serve_client(connection: Connection, client: ClientId, events: mpsc::Sender<DriverEvent>) {
+    let (mut reader, mut writer) = connection.into_split();
+    let (replies, mut replies_rx) = mpsc::channel::<DriverToClient>(OUTBOX_LEN_MAX);
+    tokio::spawn(async move {
+        while let Some(message) = replies_rx.recv().await {
+            if sleet_wire::write_control(&mut writer, &message).await.is_err() || writer.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    loop {
+        let request = match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
+            Ok(Some(frame)) => frame.control::<ClientRequest>("client request"),
+            Ok(None) => break,
+            Err(error) => Err(error),
+        };
+        let event = match request {
+            Ok(ClientRequest::Submit(job)) => DriverEvent::Submit { client, job, replies: replies.clone() },
+            Ok(ClientRequest::Stop { job }) => DriverEvent::Stop { job },
+            Ok(ClientRequest::Shutdown) => DriverEvent::Shutdown,
+            Err(error) => {
+                let _ = replies.send(DriverToClient::Rejected { reason: format!("malformed request: {error}") }).await;
+                break;
+            }
+        };
+        if events.send(event).await.is_err() {
+            return;
+        }
+    }
+    let _ = events.send(DriverEvent::ClientGone { client }).await;
+}

@@ -1,0 +1,77 @@
+//! Physical planning: where stages split, when the partial aggregate appears, and which
+//! columns the decoder materializes.
+
+use sleet_plan::physical::AggregateInput;
+use sleet_plan::*;
+
+fn ysb_like(partitions: u32) -> Plan {
+    let schema = Schema::new(vec![
+        Field::new("user_id", DataType::Utf8),
+        Field::new("ad_id", DataType::Utf8),
+        Field::new("event_type", DataType::Utf8),
+        Field::new("event_time", DataType::Int64),
+    ]);
+    PlanBuilder::source("ysb", SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 3, bad_fraction: 0.0 }))
+        .decode_json(schema)
+        .filter(col("event_type").eq(lit("view")))
+        .project([col("ad_id"), col("event_time")])
+        .lookup("ad_id", TableSpec::YsbCampaigns { seed: 1 }, "ad_id", ["campaign_id"])
+        .exchange(["campaign_id"], partitions)
+        .window_aggregate(
+            WindowSpec { time_column: "event_time".into(), size_ms: 10_000, allowed_lateness_ms: 0 },
+            ["campaign_id"],
+            [Aggregate::count("count")],
+        )
+        .sink(SinkSpec::Discard)
+        .build()
+        .expect("valid plan")
+}
+
+fn kinds(stage: &StagePlan) -> Vec<&'static str> {
+    stage.ops.iter().map(PhysicalOp::kind).collect()
+}
+
+#[test]
+fn splits_at_the_exchange_with_a_partial_aggregate_when_combining() {
+    let physical = plan_stages(&ysb_like(4), true).expect("plans");
+    assert_eq!(physical.stages.len(), 2);
+    let (map, reduce) = (&physical.stages[0], &physical.stages[1]);
+    assert_eq!(kinds(map), ["decode_json", "filter", "project", "lookup", "partial_window_aggregate"]);
+    assert_eq!(map.partitions, 3, "one map task per source partition");
+    assert_eq!(map.output, StageOutput::Shuffle { keys: vec!["campaign_id".into()], partitions: 4 });
+    assert_eq!(reduce.partitions, 4);
+    assert_eq!(reduce.input, StageInput::Shuffle { from_stage: StageId(0), map_partitions: 3 });
+    assert_eq!(kinds(reduce), ["window_aggregate"]);
+    assert!(matches!(reduce.ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Partials, .. }));
+    assert_eq!(reduce.output, StageOutput::Sink(SinkSpec::Discard));
+}
+
+#[test]
+fn without_combine_raw_rows_cross_the_exchange() {
+    let physical = plan_stages(&ysb_like(2), false).expect("plans");
+    assert_eq!(kinds(&physical.stages[0]), ["decode_json", "filter", "project", "lookup"]);
+    assert!(matches!(physical.stages[1].ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Rows, .. }));
+}
+
+#[test]
+fn the_decoder_materializes_only_the_columns_read_later() {
+    let physical = plan_stages(&ysb_like(2), true).expect("plans");
+    let PhysicalOp::DecodeJson { projection, schema, .. } = &physical.stages[0].ops[0] else { panic!("decode first") };
+    assert_eq!(projection, &["ad_id", "event_type", "event_time"]);
+    assert_eq!(schema.fields.len(), 4, "the full schema is kept so every field is still type-checked");
+}
+
+#[test]
+fn a_plan_survives_the_job_file_round_trip() {
+    let job = JobFile {
+        plan: ysb_like(2),
+        settings: JobSettings {
+            batch_interval_ms: 100,
+            duration_ms: Some(1_000),
+            scheduler: SchedulerKind::Bsp,
+            combine: true,
+            dead_letter_dir: None,
+        },
+    };
+    assert_eq!(JobFile::from_json(&job.to_json()).expect("parses"), job);
+}

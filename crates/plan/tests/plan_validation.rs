@@ -1,0 +1,70 @@
+//! Validation: every error names the offending node and field before anything runs.
+
+use sleet_plan::*;
+
+fn source() -> PlanBuilder {
+    PlanBuilder::source("t", SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0 }))
+        .decode_json(Schema::new(vec![Field::new("name", DataType::Utf8), Field::new("time", DataType::Int64)]))
+}
+
+fn window() -> WindowSpec {
+    WindowSpec { time_column: "time".into(), size_ms: 1_000, allowed_lateness_ms: 0 }
+}
+
+/// Builds `plan` and checks that validation fails with a message containing every `needles`.
+fn check(plan: PlanBuilder, needles: &[&str]) {
+    let error = plan.build().expect_err("the plan must be rejected").to_string();
+    for needle in needles {
+        assert!(error.contains(needle), "`{error}` should mention `{needle}`");
+    }
+}
+
+#[test]
+fn unknown_column_in_a_filter() {
+    check(source().filter(col("nmae").eq(lit("x"))).sink(SinkSpec::Discard), &["node 2 (filter)", "`nmae`", "name"]);
+}
+
+#[test]
+fn type_error_in_a_comparison() {
+    check(source().filter(col("time").eq(lit("soon"))).sink(SinkSpec::Discard), &["node 2 (filter)", "time"]);
+}
+
+#[test]
+fn window_time_column_must_be_int64() {
+    let plan = source().exchange(["name"], 2).window_aggregate(
+        WindowSpec { time_column: "name".into(), ..window() },
+        ["name"],
+        [Aggregate::count("n")],
+    );
+    check(plan.sink(SinkSpec::Discard), &["node 3 (window_aggregate)", "`name`", "int64"]);
+}
+
+#[test]
+fn window_aggregate_needs_an_exchange_on_its_keys() {
+    check(source().window_aggregate(window(), ["name"], [Aggregate::count("n")]).sink(SinkSpec::Discard), &["node 2", "exchange"]);
+    let wrong_keys = source().exchange(["time"], 2).window_aggregate(window(), ["name"], [Aggregate::count("n")]);
+    check(wrong_keys.sink(SinkSpec::Discard), &["node 3", "`time`"]);
+}
+
+#[test]
+fn sum_of_a_string_is_a_type_error() {
+    let plan = source().exchange(["name"], 2).window_aggregate(window(), ["name"], [Aggregate::sum("name", "total")]);
+    check(plan.sink(SinkSpec::Discard), &["node 3 (window_aggregate)", "name"]);
+}
+
+#[test]
+fn a_plan_must_end_in_a_sink() {
+    check(source().filter(col("name").eq(lit("x"))), &["node 2 (filter)", "sink"]);
+}
+
+#[test]
+fn a_valid_plan_passes() {
+    let plan = source()
+        .filter(col("name").not_eq(lit("")))
+        .exchange(["name"], 2)
+        .window_aggregate(window(), ["name"], [Aggregate::count("n"), Aggregate::max("time", "latest")])
+        .sink(SinkSpec::Discard);
+    let schemas = validate::validate(&plan.build().expect("valid")).expect("valid");
+    let last = schemas.last().expect("schemas").names();
+    assert_eq!(last, ["window_start", "name", "n", "latest"]);
+}

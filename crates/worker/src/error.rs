@@ -1,0 +1,29 @@
+//! Errors of the worker runtime, by who is at fault.
+
+use sleet_wire::{BlockId, WireError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    /// The job's plan or input cannot run here (a bad expression, a table that fails to load).
+    #[error("task failed")]
+    Exec(#[from] sleet_exec::ExecError),
+    #[error("connector failed")]
+    Connector(#[from] sleet_connectors::ConnectorError),
+    /// A peer worker did not answer a fetch; it may have died.
+    #[error("fetching shuffle blocks from {address} failed")]
+    Fetch {
+        address: String,
+        #[source]
+        source: WireError,
+    },
+    #[error("block {0:?} is not on the worker that was said to hold it")]
+    MissingBlock(BlockId),
+    #[error("connection to the driver failed")]
+    Wire(#[from] WireError),
+    #[error("job {0} is not registered on this worker")]
+    UnknownJob(u64),
+    #[error("internal: {0}")]
+    Internal(String),
+    #[error("I/O failed")]
+    Io(#[from] std::io::Error),
+}

@@ -1,0 +1,100 @@
+//! Per-resource monotask schedulers for cpu and disk: a fixed set of threads per resource,
+//! each running one monotask at a time, fed by a bounded queue.
+//!
+//! Running one monotask per core (and one writer per disk) is what makes a monotask's run
+//! time a clean measure of its resource use: it never shares the core with another.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread;
+
+use sleet_clarity::{MonotaskKind, MonotaskRecord};
+use tokio::sync::{oneshot, Semaphore};
+
+use sleet_wire::clock::now_us;
+
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+pub struct ResourcePool {
+    name: &'static str,
+    sender: mpsc::Sender<Job>,
+    /// Bounds the queue: a submitter waits for a slot instead of growing the queue.
+    slots: Arc<Semaphore>,
+}
+
+/// The value a monotask body returns, with the bytes it processed for its record.
+pub struct Measured<T> {
+    pub value: T,
+    pub bytes: u64,
+}
+
+impl ResourcePool {
+    pub fn new(name: &'static str, threads: usize, queue_len_max: usize) -> Self {
+        assert!(threads > 0, "a resource pool needs at least one thread");
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let receiver = Arc::new(std::sync::Mutex::new(receiver));
+        for index in 0..threads {
+            let receiver = Arc::clone(&receiver);
+            thread::Builder::new()
+                .name(format!("sleet-{name}-{index}"))
+                .spawn(move || loop {
+                    let job = {
+                        let guard = receiver.lock().expect("pool receiver lock");
+                        guard.recv()
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                })
+                .expect("spawning a pool thread");
+        }
+        ResourcePool { name, sender, slots: Arc::new(Semaphore::new(queue_len_max)) }
+    }
+
+    /// Queues `body` as one monotask of `kind` and resolves when it has run.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        kind: MonotaskKind,
+        body: impl FnOnce() -> Measured<T> + Send + 'static,
+    ) -> (T, MonotaskRecord) {
+        let queued_at_us = now_us();
+        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("pool semaphore is never closed");
+        let (done_tx, done_rx) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let started_at_us = now_us();
+            let measured = body();
+            let record = MonotaskRecord {
+                kind,
+                resource: kind.resource(),
+                bytes: measured.bytes,
+                queued_at_us,
+                started_at_us,
+                finished_at_us: now_us(),
+            };
+            drop(permit);
+            let _ = done_tx.send((measured.value, record));
+        });
+        self.sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
+        done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_queue_and_run_time_in_order() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let pool = ResourcePool::new("cpu", 1, 4);
+        let (value, record) = runtime.block_on(pool.run(MonotaskKind::MapCompute, || {
+            thread::sleep(std::time::Duration::from_millis(5));
+            Measured { value: 7, bytes: 42 }
+        }));
+        assert_eq!(value, 7);
+        assert_eq!(record.bytes, 42);
+        assert!(record.queued_at_us <= record.started_at_us);
+        assert!(record.run_us() >= 5_000, "run time {} us covers the sleep", record.run_us());
+    }
+}
