@@ -60,7 +60,10 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
     anyhow::ensure!((0.0..1.0).contains(&args.bad_fraction), "--bad-fraction must be in [0, 1)");
     anyhow::ensure!(args.workers > 0 && args.cores_per_worker > 0, "--workers and --cores-per-worker must be positive");
     let keep = args.out.is_some();
-    let run_dir = args.out.clone().unwrap_or_else(|| std::env::temp_dir().join(format!("sleet-bench-ysb-{}", std::process::id())));
+    let run_dir = args
+        .out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("sleet-bench-ysb-{}", std::process::id())));
     let results_dir = run_dir.join("results");
     let dead_letter_dir = run_dir.join("dead-letters");
     for dir in [&results_dir, &dead_letter_dir] {
@@ -131,14 +134,16 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
         report["mismatches"]
     );
     if let Some(cpu) = report["cpu_breakdown"].as_object() {
-        let parts: Vec<String> = cpu.iter().map(|(kind, share)| format!("{kind} {:.0}%", share.as_f64().unwrap_or(0.0) * 100.0)).collect();
+        let parts: Vec<String> =
+            cpu.iter().map(|(kind, share)| format!("{kind} {:.0}%", share.as_f64().unwrap_or(0.0) * 100.0)).collect();
         println!("cpu time: {}", parts.join(", "));
     }
     if let Some(path) = &args.json {
         if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
         }
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if !keep {
         let _ = std::fs::remove_dir_all(&run_dir);
@@ -146,7 +151,12 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
     Ok(report["correct"].as_bool().unwrap_or(false))
 }
 
-fn evaluate(args: &BenchYsbArgs, spec: &YsbSourceSpec, summary: &JobSummary, results_dir: &std::path::Path) -> Result<serde_json::Value> {
+fn evaluate(
+    args: &BenchYsbArgs,
+    spec: &YsbSourceSpec,
+    summary: &JobSummary,
+    results_dir: &std::path::Path,
+) -> Result<serde_json::Value> {
     let interval = args.batch_interval as i64;
     let start_ms = summary.start_ms;
     let end_ms = start_ms + summary.batches.len() as i64 * interval;
@@ -167,7 +177,8 @@ fn evaluate(args: &BenchYsbArgs, spec: &YsbSourceSpec, summary: &JobSummary, res
     let lag_max_ms = lags.iter().copied().max().unwrap_or(0);
     let lag_final_ms = lags.last().copied().unwrap_or(0);
     let stable = ran_fully && lag_max_ms <= LAG_MAX_MS && lag_final_ms <= FINAL_LAG_MAX_MS;
-    let processing: Vec<f64> = measured.iter().map(|batch| (batch.finished_at_ms - batch.launched_at_ms) as f64).collect();
+    let processing: Vec<f64> =
+        measured.iter().map(|batch| (batch.finished_at_ms - batch.launched_at_ms) as f64).collect();
 
     let cpu_total: f64 = ["source_read", "map_compute", "reduce_compute"]
         .iter()
@@ -176,7 +187,12 @@ fn evaluate(args: &BenchYsbArgs, spec: &YsbSourceSpec, summary: &JobSummary, res
         .sum();
     let cpu_breakdown: serde_json::Map<String, serde_json::Value> = ["source_read", "map_compute", "reduce_compute"]
         .iter()
-        .filter_map(|kind| summary.monotask_summary.get(*kind).map(|entry| (kind.to_string(), json!(entry.run_ms / cpu_total.max(1e-9)))))
+        .filter_map(|kind| {
+            summary
+                .monotask_summary
+                .get(*kind)
+                .map(|entry| (kind.to_string(), json!(entry.run_ms / cpu_total.max(1e-9))))
+        })
         .collect();
 
     Ok(json!({
@@ -228,7 +244,10 @@ fn evaluate(args: &BenchYsbArgs, spec: &YsbSourceSpec, summary: &JobSummary, res
 
 fn bad_events(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> u64 {
     (0..spec.partitions)
-        .map(|partition| event_range(spec, partition, start_ms, end_ms).filter(|k| event(spec, partition, *k).bad.is_some()).count() as u64)
+        .map(|partition| {
+            event_range(spec, partition, start_ms, end_ms).filter(|k| event(spec, partition, *k).bad.is_some()).count()
+                as u64
+        })
         .sum()
 }
 

@@ -62,7 +62,9 @@ impl LocalCluster {
 
     /// Asks the driver to shut everything down, then makes sure every child has exited.
     pub async fn shutdown(mut self) {
-        if let Ok(mut connection) = sleet_wire::Connection::connect(&self.driver_address, sleet_wire::Role::Client).await {
+        if let Ok(mut connection) =
+            sleet_wire::Connection::connect(&self.driver_address, sleet_wire::Role::Client).await
+        {
             let _ = connection.send(&sleet_wire::ClientRequest::Shutdown).await;
         }
         let deadline = Instant::now() + EXIT_GRACE;

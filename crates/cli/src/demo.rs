@@ -58,7 +58,12 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         args.rate,
         args.batch_interval
     );
-    println!("results in {}, dead letters in {}, logs in {}", results.display(), dead_letters.display(), cluster.log_dir.display());
+    println!(
+        "results in {}, dead letters in {}, logs in {}",
+        results.display(),
+        dead_letters.display(),
+        cluster.log_dir.display()
+    );
     println!("press Ctrl-C to stop");
     let outcome = run_job(
         &cluster.driver_address,

@@ -134,7 +134,8 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Submit { job_file, driver } => {
             let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
-            let job = JobFile::from_json(&text).with_context(|| format!("{} is not a valid job", job_file.display()))?;
+            let job =
+                JobFile::from_json(&text).with_context(|| format!("{} is not a valid job", job_file.display()))?;
             let summary = client::run_job(
                 &driver,
                 job,

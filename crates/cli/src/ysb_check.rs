@@ -28,7 +28,7 @@ pub fn check_counts(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64, rows: &[Si
     let expected = ground_truth(spec, start_ms, end_ms);
     let actual = final_counts(rows);
     let mut check = YsbCheck { windows_expected: expected.len(), ..YsbCheck::default() };
-    let mut note = |check: &mut YsbCheck, text: String| {
+    let note = |check: &mut YsbCheck, text: String| {
         check.mismatches += 1;
         if check.examples.len() < 10 {
             check.examples.push(text);
@@ -37,7 +37,9 @@ pub fn check_counts(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64, rows: &[Si
     for ((campaign, window), count) in &expected {
         match actual.get(&(campaign.clone(), *window)) {
             Some((found, _)) if *found as u64 == *count => {}
-            Some((found, _)) => note(&mut check, format!("campaign {campaign} window {window}: {found}, expected {count}")),
+            Some((found, _)) => {
+                note(&mut check, format!("campaign {campaign} window {window}: {found}, expected {count}"))
+            }
             None => note(&mut check, format!("campaign {campaign} window {window}: missing, expected {count}")),
         }
     }

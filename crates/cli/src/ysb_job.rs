@@ -1,7 +1,7 @@
 //! The Yahoo Streaming Benchmark query as a sleet plan (WORKLOADS §1).
 
 use sleet_plan::{
-    col, lit, Aggregate, DataType, Field, JobFile, JobSettings, PlanBuilder, Schema, SchedulerKind, SinkSpec,
+    col, lit, Aggregate, DataType, Field, JobFile, JobSettings, PlanBuilder, SchedulerKind, Schema, SinkSpec,
     SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
 };
 

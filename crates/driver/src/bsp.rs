@@ -32,7 +32,8 @@ pub async fn run(
 ) -> Result<JobSummary, DriverError> {
     let placement = Placement::new(workers.to_vec());
     let mut stats = JobStats::new(job.job, job.start_ms);
-    let batches_total = job.settings.duration_ms.map(|duration| (duration as i64 + job.interval_ms - 1) / job.interval_ms);
+    let batches_total =
+        job.settings.duration_ms.map(|duration| (duration as i64 + job.interval_ms - 1) / job.interval_ms);
     let stage_timeout = Duration::from_secs(coordinator.config.stage_timeout_s);
     let mut last_progress_ms = now_ms();
     let mut batch: u64 = 0;
@@ -62,7 +63,8 @@ pub async fn run(
             }
         }
         let launched_at_ms = now_ms();
-        let mut record = BatchRecord { batch, scheduled_end_ms: batch_end_ms, launched_at_ms, ..BatchRecord::default() };
+        let mut record =
+            BatchRecord { batch, scheduled_end_ms: batch_end_ms, launched_at_ms, ..BatchRecord::default() };
         let mut upstream: Option<StageBarrier> = None;
         let stage_count = job.physical.stages.len();
         for (stage_index, stage) in job.physical.stages.iter().enumerate() {
@@ -81,11 +83,23 @@ pub async fn run(
                 };
                 let worker = placement.worker_of(partition);
                 let Some(handle) = coordinator.membership.get(worker) else {
-                    return Err(DriverError::WorkerLost { worker, name: "unknown".into(), pid: 0, batch, reason: "it is gone".into() });
+                    return Err(DriverError::WorkerLost {
+                        worker,
+                        name: "unknown".into(),
+                        pid: 0,
+                        batch,
+                        reason: "it is gone".into(),
+                    });
                 };
                 if handle.outbox.send(DriverToWorker::LaunchTask(TaskDescriptor { task, input })).await.is_err() {
                     let (name, pid) = (handle.name.clone(), handle.pid);
-                    return Err(DriverError::WorkerLost { worker, name, pid, batch, reason: "its connection closed".into() });
+                    return Err(DriverError::WorkerLost {
+                        worker,
+                        name,
+                        pid,
+                        batch,
+                        reason: "its connection closed".into(),
+                    });
                 }
                 tasks.push((task, worker));
             }

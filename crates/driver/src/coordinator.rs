@@ -43,9 +43,7 @@ pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
     std::io::stdout().flush()?;
     let (events_tx, events) = mpsc::channel(EVENT_QUEUE_LEN_MAX);
     tokio::spawn(accept_loop(listener, events_tx));
-    Coordinator { config, membership: Membership::default(), events, next_job: 1, shutting_down: false }
-        .serve()
-        .await;
+    Coordinator { config, membership: Membership::default(), events, next_job: 1, shutting_down: false }.serve().await;
     Ok(())
 }
 
@@ -124,7 +122,8 @@ impl Coordinator {
         let _ = replies.send(DriverToClient::Accepted { job, workers: workers.len() as u32, start_ms }).await;
         eprintln!("sleet driver: job {job} `{}` starts at {start_ms} on workers {workers:?}", job_file.plan.name);
 
-        let context = RunningJob { job, client, start_ms, interval_ms: interval, settings: job_file.settings, physical };
+        let context =
+            RunningJob { job, client, start_ms, interval_ms: interval, settings: job_file.settings, physical };
         let result = crate::bsp::run(self, &context, &workers, &replies).await;
         self.end_job(job, &workers).await;
         match result {

@@ -114,7 +114,8 @@ mod tests {
     #[test]
     fn counts_source_events_once_and_recent_latency_forgets_old_windows() {
         let mut stats = JobStats::new(1, 0);
-        let source = TaskStats { source_range: Some((0, 100)), records_in: 50, dead_letters: 2, ..TaskStats::default() };
+        let source =
+            TaskStats { source_range: Some((0, 100)), records_in: 50, dead_letters: 2, ..TaskStats::default() };
         let reduce = TaskStats { records_in: 10, window_latencies_ms: vec![120], ..TaskStats::default() };
         stats.add_task(&source, &[], 1_000);
         stats.add_task(&reduce, &[], 1_000);

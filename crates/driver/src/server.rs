@@ -4,11 +4,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sleet_wire::{
-    ClientRequest, Connection, DriverToClient, DriverToWorker, JobId, Role, WorkerId, WorkerToDriver,
-};
-use tokio::io::AsyncWriteExt;
 use sleet_plan::JobFile;
+use sleet_wire::{ClientRequest, Connection, DriverToClient, DriverToWorker, JobId, Role, WorkerId, WorkerToDriver};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 

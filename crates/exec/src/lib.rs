@@ -17,6 +17,7 @@ pub mod expr_eval;
 pub mod json;
 pub mod ops;
 pub mod partition;
+pub mod pipeline;
 
 pub mod records;
 pub mod types;

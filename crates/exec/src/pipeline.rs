@@ -151,7 +151,8 @@ fn concat(batches: &[RecordBatch]) -> Result<RecordBatch, ExecError> {
     if batches.len() == 1 {
         return Ok(batches[0].clone());
     }
-    arrow_select::concat::concat_batches(&batches[0].schema(), batches).map_err(ExecError::arrow("concatenating blocks"))
+    arrow_select::concat::concat_batches(&batches[0].schema(), batches)
+        .map_err(ExecError::arrow("concatenating blocks"))
 }
 
 fn raw_as_binary_batch(records: &RawRecords) -> Result<RecordBatch, ExecError> {

@@ -109,8 +109,11 @@ impl From<bool> for Scalar {
     }
 }
 
+// Builder names mirror the SQL operators; they build expressions, not values, so the std
+// operator traits (which would evaluate) are deliberately not implemented.
 macro_rules! binary_builder {
     ($($name:ident => $op:ident),* $(,)?) => {
+        #[allow(clippy::should_implement_trait)]
         impl Expr {
             $(pub fn $name(self, right: Expr) -> Expr {
                 Expr::Binary { op: BinaryOp::$op, left: Box::new(self), right: Box::new(right) }

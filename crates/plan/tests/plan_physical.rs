@@ -11,20 +11,23 @@ fn ysb_like(partitions: u32) -> Plan {
         Field::new("event_type", DataType::Utf8),
         Field::new("event_time", DataType::Int64),
     ]);
-    PlanBuilder::source("ysb", SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 3, bad_fraction: 0.0 }))
-        .decode_json(schema)
-        .filter(col("event_type").eq(lit("view")))
-        .project([col("ad_id"), col("event_time")])
-        .lookup("ad_id", TableSpec::YsbCampaigns { seed: 1 }, "ad_id", ["campaign_id"])
-        .exchange(["campaign_id"], partitions)
-        .window_aggregate(
-            WindowSpec { time_column: "event_time".into(), size_ms: 10_000, allowed_lateness_ms: 0 },
-            ["campaign_id"],
-            [Aggregate::count("count")],
-        )
-        .sink(SinkSpec::Discard)
-        .build()
-        .expect("valid plan")
+    PlanBuilder::source(
+        "ysb",
+        SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 3, bad_fraction: 0.0 }),
+    )
+    .decode_json(schema)
+    .filter(col("event_type").eq(lit("view")))
+    .project([col("ad_id"), col("event_time")])
+    .lookup("ad_id", TableSpec::YsbCampaigns { seed: 1 }, "ad_id", ["campaign_id"])
+    .exchange(["campaign_id"], partitions)
+    .window_aggregate(
+        WindowSpec { time_column: "event_time".into(), size_ms: 10_000, allowed_lateness_ms: 0 },
+        ["campaign_id"],
+        [Aggregate::count("count")],
+    )
+    .sink(SinkSpec::Discard)
+    .build()
+    .expect("valid plan")
 }
 
 fn kinds(stage: &StagePlan) -> Vec<&'static str> {

@@ -3,8 +3,11 @@
 use sleet_plan::*;
 
 fn source() -> PlanBuilder {
-    PlanBuilder::source("t", SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0 }))
-        .decode_json(Schema::new(vec![Field::new("name", DataType::Utf8), Field::new("time", DataType::Int64)]))
+    PlanBuilder::source(
+        "t",
+        SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0 }),
+    )
+    .decode_json(Schema::new(vec![Field::new("name", DataType::Utf8), Field::new("time", DataType::Int64)]))
 }
 
 fn window() -> WindowSpec {
@@ -41,7 +44,10 @@ fn window_time_column_must_be_int64() {
 
 #[test]
 fn window_aggregate_needs_an_exchange_on_its_keys() {
-    check(source().window_aggregate(window(), ["name"], [Aggregate::count("n")]).sink(SinkSpec::Discard), &["node 2", "exchange"]);
+    check(
+        source().window_aggregate(window(), ["name"], [Aggregate::count("n")]).sink(SinkSpec::Discard),
+        &["node 2", "exchange"],
+    );
     let wrong_keys = source().exchange(["time"], 2).window_aggregate(window(), ["name"], [Aggregate::count("n")]);
     check(wrong_keys.sink(SinkSpec::Discard), &["node 3", "`time`"]);
 }

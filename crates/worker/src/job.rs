@@ -47,9 +47,8 @@ impl JobRuntime {
 
     /// Stateful stages keep their pipeline between batches; a stage runs in batch order.
     pub fn is_stateful(&self, id: StageId) -> bool {
-        self.stage(id).is_ok_and(|stage| {
-            stage.ops.iter().any(|op| matches!(op, sleet_plan::PhysicalOp::WindowAggregate { .. }))
-        })
+        self.stage(id)
+            .is_ok_and(|stage| stage.ops.iter().any(|op| matches!(op, sleet_plan::PhysicalOp::WindowAggregate { .. })))
     }
 
     pub fn pipeline(&self, stage: StageId, partition: u32) -> Result<Arc<Mutex<StagePipeline>>, WorkerError> {
@@ -76,7 +75,12 @@ impl JobRuntime {
         Arc::clone(generators.entry(partition).or_insert_with(|| Arc::new(YsbGenerator::new(ysb, partition))))
     }
 
-    pub fn sink(&self, stage: StageId, partition: u32, spec: &SinkSpec) -> Result<Option<Arc<Mutex<JsonLinesSink>>>, WorkerError> {
+    pub fn sink(
+        &self,
+        stage: StageId,
+        partition: u32,
+        spec: &SinkSpec,
+    ) -> Result<Option<Arc<Mutex<JsonLinesSink>>>, WorkerError> {
         let SinkSpec::JsonLines { dir } = spec else { return Ok(None) };
         let mut sinks = self.sinks.lock().expect("sinks lock");
         if let Some(sink) = sinks.get(&(stage, partition)) {
@@ -87,7 +91,11 @@ impl JobRuntime {
         Ok(Some(sink))
     }
 
-    pub fn dead_letter_writer(&self, stage: StageId, partition: u32) -> Result<Option<Arc<Mutex<DeadLetterWriter>>>, WorkerError> {
+    pub fn dead_letter_writer(
+        &self,
+        stage: StageId,
+        partition: u32,
+    ) -> Result<Option<Arc<Mutex<DeadLetterWriter>>>, WorkerError> {
         let Some(dir) = &self.registration.dead_letter_dir else { return Ok(None) };
         let mut writers = self.dead_letters.lock().expect("dead letters lock");
         if let Some(writer) = writers.get(&(stage, partition)) {

@@ -85,9 +85,11 @@ impl<T> LocalScheduler<T> {
                 if pending.task.batch != last + 1 {
                     return false;
                 }
-            } else if self.waiting.iter().any(|other| {
-                other.ordered && slot(&other.task) == key && other.task.batch < pending.task.batch
-            }) {
+            } else if self
+                .waiting
+                .iter()
+                .any(|other| other.ordered && slot(&other.task) == key && other.task.batch < pending.task.batch)
+            {
                 return false;
             }
         }
@@ -112,7 +114,11 @@ impl<T> LocalScheduler<T> {
 
     /// The earliest time a waiting task becomes ready by the clock alone.
     pub fn next_wakeup_ms(&self) -> Option<i64> {
-        self.waiting.iter().filter(|pending| pending.inputs_missing == 0).filter_map(|pending| pending.not_before_ms).min()
+        self.waiting
+            .iter()
+            .filter(|pending| pending.inputs_missing == 0)
+            .filter_map(|pending| pending.not_before_ms)
+            .min()
     }
 
     pub fn forget_job(&mut self, job: JobId) {

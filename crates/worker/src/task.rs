@@ -17,7 +17,9 @@ use sleet_exec::pipeline::{StageInputData, StageRunOutput};
 use sleet_exec::RawRecords;
 use sleet_plan::{SinkSpec, StageInput, StageOutput};
 use sleet_wire::clock::{now_ms, now_us};
-use sleet_wire::{BlockId, BlockLocation, BlockMeta, TaskDescriptor, TaskInput, TaskOutcome, TaskReport, TaskStats, WorkerId};
+use sleet_wire::{
+    BlockId, BlockLocation, BlockMeta, TaskDescriptor, TaskInput, TaskOutcome, TaskReport, TaskStats, WorkerId,
+};
 use tokio::sync::Semaphore;
 
 use crate::block_store::BlockStore;
@@ -84,7 +86,9 @@ async fn execute(
             (StageInputData::Blocks(batches), MonotaskKind::ReduceCompute)
         }
         (expected, found) => {
-            return Err(WorkerError::Internal(format!("{task}: stage reads {expected:?} but the task carries {found:?}")))
+            return Err(WorkerError::Internal(format!(
+                "{task}: stage reads {expected:?} but the task carries {found:?}"
+            )))
         }
     };
 
@@ -133,7 +137,8 @@ async fn execute(
         stats.blocks.push(meta);
     }
 
-    let dead_letter_writer = if writes.dead_letters.is_empty() { None } else { job.dead_letter_writer(task.stage, task.partition)? };
+    let dead_letter_writer =
+        if writes.dead_letters.is_empty() { None } else { job.dead_letter_writer(task.stage, task.partition)? };
     let sink = match &sink_spec {
         Some(spec) if !writes.sink_bytes.is_empty() => job.sink(task.stage, task.partition, spec)?,
         _ => None,

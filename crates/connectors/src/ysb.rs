@@ -1,0 +1,284 @@
+//! The Yahoo Streaming Benchmark generator: a pure function of `(seed, partition, event index)`,
+//! the JSON layout of the original generator, and the ground truth counted from the same
+//! function without going through JSON.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use sleet_exec::RawRecords;
+use sleet_plan::YsbSourceSpec;
+
+pub const CAMPAIGNS: usize = 100;
+pub const ADS_PER_CAMPAIGN: usize = 10;
+pub const WINDOW_MS: i64 = 10_000;
+const USERS: u32 = 100;
+const PAGES: u32 = 100;
+const ADS: u32 = (CAMPAIGNS * ADS_PER_CAMPAIGN) as u32;
+/// An oversized record is padded past the ysb plan's 4 KiB decoder limit.
+const OVERSIZED_PADDING_BYTES: usize = 8 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdType {
+    Banner,
+    Modal,
+    SponsoredSearch,
+    Mail,
+    Mobile,
+}
+
+impl AdType {
+    const ALL: [AdType; 5] = [AdType::Banner, AdType::Modal, AdType::SponsoredSearch, AdType::Mail, AdType::Mobile];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AdType::Banner => "banner",
+            AdType::Modal => "modal",
+            AdType::SponsoredSearch => "sponsored-search",
+            AdType::Mail => "mail",
+            AdType::Mobile => "mobile",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    View,
+    Click,
+    Purchase,
+}
+
+impl EventType {
+    const ALL: [EventType; 3] = [EventType::View, EventType::Click, EventType::Purchase];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::View => "view",
+            EventType::Click => "click",
+            EventType::Purchase => "purchase",
+        }
+    }
+}
+
+/// How a bad record is bad; each must land in the dead-letter output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadKind {
+    /// Not valid JSON.
+    Malformed,
+    /// Valid JSON, but `event_time` is not an integer.
+    WrongType,
+    /// Valid JSON over the decoder's size limit.
+    Oversized,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct YsbEvent {
+    pub user: u32,
+    pub page: u32,
+    pub ad: u32,
+    pub ad_type: AdType,
+    pub event_type: EventType,
+    pub event_time_ms: i64,
+    pub bad: Option<BadKind>,
+}
+
+/// splitmix64's finalizer: a fast, well-mixed hash for deterministic pseudo-random values.
+fn mix(mut value: u64) -> u64 {
+    value = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    value ^ (value >> 31)
+}
+
+fn uniform(hash: u64) -> f64 {
+    (hash >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Events per second of `partition`: the total rate split as evenly as integers allow.
+pub fn partition_rate(spec: &YsbSourceSpec, partition: u32) -> u64 {
+    let partitions = spec.partitions.max(1) as u64;
+    spec.rate_per_s / partitions + u64::from((partition as u64) < spec.rate_per_s % partitions)
+}
+
+/// Event `k` of a partition is scheduled at `floor(k * 1000 / rate)` ms, so the events in
+/// `[start, end)` are exactly `k ∈ [ceil(start * rate / 1000), ceil(end * rate / 1000))`.
+pub fn event_range(spec: &YsbSourceSpec, partition: u32, start_ms: i64, end_ms: i64) -> Range<u64> {
+    let rate = partition_rate(spec, partition) as u128;
+    let first = |ms: i64| -> u64 { ((ms.max(0) as u128 * rate).div_ceil(1000)) as u64 };
+    if rate == 0 || end_ms <= start_ms {
+        return 0..0;
+    }
+    first(start_ms)..first(end_ms)
+}
+
+pub fn event(spec: &YsbSourceSpec, partition: u32, k: u64) -> YsbEvent {
+    let rate = partition_rate(spec, partition).max(1) as u128;
+    let base = mix(spec.seed ^ mix(partition as u64 ^ mix(k)));
+    let second = mix(base);
+    let bad = (uniform(second) < spec.bad_fraction).then(|| match mix(second) % 3 {
+        0 => BadKind::Malformed,
+        1 => BadKind::WrongType,
+        _ => BadKind::Oversized,
+    });
+    YsbEvent {
+        user: (base % USERS as u64) as u32,
+        page: ((base >> 8) % PAGES as u64) as u32,
+        ad: ((base >> 16) % ADS as u64) as u32,
+        ad_type: AdType::ALL[((base >> 32) % 5) as usize],
+        event_type: EventType::ALL[((base >> 40) % 3) as usize],
+        event_time_ms: (k as u128 * 1000 / rate) as i64,
+        bad,
+    }
+}
+
+fn uuid(seed: u64, domain: u64, index: u64) -> String {
+    let high = mix(seed ^ mix(domain << 32 | index));
+    let low = mix(high ^ 0x5bd1_e995);
+    let hex = format!("{high:016x}{low:016x}");
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
+}
+
+/// The ad → campaign table: 100 campaigns of 10 ads; ad `a` belongs to campaign `a / 10`.
+#[derive(Debug, Clone)]
+pub struct Campaigns {
+    campaigns: Vec<String>,
+    ads: Vec<String>,
+}
+
+impl Campaigns {
+    pub fn new(seed: u64) -> Self {
+        Campaigns {
+            campaigns: (0..CAMPAIGNS as u64).map(|index| uuid(seed, 1, index)).collect(),
+            ads: (0..ADS as u64).map(|index| uuid(seed, 2, index)).collect(),
+        }
+    }
+
+    pub fn ad_id(&self, ad: u32) -> &str {
+        &self.ads[ad as usize]
+    }
+
+    pub fn campaign_of(&self, ad: u32) -> u32 {
+        ad / ADS_PER_CAMPAIGN as u32
+    }
+
+    pub fn campaign_id(&self, campaign: u32) -> &str {
+        &self.campaigns[campaign as usize]
+    }
+
+    pub fn to_record_batch(&self) -> RecordBatch {
+        let ads: StringArray = self.ads.iter().map(|ad| Some(ad.as_str())).collect();
+        let campaigns: StringArray = (0..ADS).map(|ad| Some(self.campaign_id(self.campaign_of(ad)))).collect();
+        let schema = Schema::new(vec![
+            Field::new("ad_id", DataType::Utf8, false),
+            Field::new("campaign_id", DataType::Utf8, false),
+        ]);
+        RecordBatch::try_new(Arc::new(schema), vec![Arc::new(ads) as ArrayRef, Arc::new(campaigns) as ArrayRef])
+            .expect("the campaigns table is well formed")
+    }
+}
+
+/// Writes one partition's events as JSON records. Ids are formatted once, up front, so a
+/// record is a handful of copies and one integer formatting.
+pub struct YsbGenerator {
+    spec: YsbSourceSpec,
+    partition: u32,
+    users: Vec<String>,
+    pages: Vec<String>,
+    campaigns: Campaigns,
+}
+
+impl YsbGenerator {
+    pub fn new(spec: &YsbSourceSpec, partition: u32) -> Self {
+        YsbGenerator {
+            spec: spec.clone(),
+            partition,
+            users: (0..USERS as u64).map(|index| uuid(spec.seed, 3, index)).collect(),
+            pages: (0..PAGES as u64).map(|index| uuid(spec.seed, 4, index)).collect(),
+            campaigns: Campaigns::new(spec.seed),
+        }
+    }
+
+    /// Appends every event of this partition scheduled in `[start_ms, end_ms)`; returns how many.
+    pub fn generate(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> u64 {
+        let range = event_range(&self.spec, self.partition, start_ms, end_ms);
+        let count = range.end - range.start;
+        out.data.reserve(count as usize * 260);
+        out.offsets.reserve(count as usize);
+        for k in range {
+            let event = event(&self.spec, self.partition, k);
+            self.write_event(&event, k, &mut out.data);
+            out.finish_record();
+        }
+        count
+    }
+
+    fn write_event(&self, event: &YsbEvent, k: u64, out: &mut Vec<u8>) {
+        let record_start = out.len();
+        out.extend_from_slice(b"{\"user_id\": \"");
+        out.extend_from_slice(self.users[event.user as usize].as_bytes());
+        out.extend_from_slice(b"\", \"page_id\": \"");
+        out.extend_from_slice(self.pages[event.page as usize].as_bytes());
+        out.extend_from_slice(b"\", \"ad_id\": \"");
+        out.extend_from_slice(self.campaigns.ad_id(event.ad).as_bytes());
+        out.extend_from_slice(b"\", \"ad_type\": \"");
+        out.extend_from_slice(event.ad_type.as_str().as_bytes());
+        out.extend_from_slice(b"\", \"event_type\": \"");
+        out.extend_from_slice(event.event_type.as_str().as_bytes());
+        out.extend_from_slice(b"\", \"event_time\": \"");
+        if event.bad == Some(BadKind::WrongType) {
+            out.extend_from_slice(b"soon");
+        } else {
+            write_decimal(event.event_time_ms as u64, out);
+        }
+        out.extend_from_slice(b"\", \"ip_address\": \"1.2.3.4\"");
+        if event.bad == Some(BadKind::Oversized) {
+            out.extend_from_slice(b", \"padding\": \"");
+            out.resize(out.len() + OVERSIZED_PADDING_BYTES, b'x');
+            out.push(b'"');
+        }
+        out.push(b'}');
+        if event.bad == Some(BadKind::Malformed) {
+            // Cut the record short at a point that depends on the event, so the decoder meets
+            // truncation at every position over a run, never a valid object.
+            let length = out.len() - record_start;
+            let keep = 1 + (mix(k ^ 0xdead) as usize % (length - 2));
+            out.truncate(record_start + keep);
+        }
+    }
+}
+
+fn write_decimal(mut value: u64, out: &mut Vec<u8>) {
+    let mut digits = [0u8; 20];
+    let mut position = digits.len();
+    loop {
+        position -= 1;
+        digits[position] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[position..]);
+}
+
+/// Good view events per (campaign id, window start) over all partitions in `[start, end)`,
+/// counted from `event()` directly so it shares no code with the engine's operators.
+pub fn ground_truth(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> BTreeMap<(String, i64), u64> {
+    let campaigns = Campaigns::new(spec.seed);
+    let mut counts: BTreeMap<(u32, i64), u64> = BTreeMap::new();
+    for partition in 0..spec.partitions {
+        for k in event_range(spec, partition, start_ms, end_ms) {
+            let event = event(spec, partition, k);
+            if event.bad.is_none() && event.event_type == EventType::View {
+                let window = event.event_time_ms.div_euclid(WINDOW_MS) * WINDOW_MS;
+                *counts.entry((campaigns.campaign_of(event.ad), window)).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((campaign, window), count)| ((campaigns.campaign_id(campaign).to_string(), window), count))
+        .collect()
+}
