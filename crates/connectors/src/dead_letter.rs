@@ -69,3 +69,26 @@ pub fn read_dead_letters(dir: &Path) -> Result<Vec<serde_json::Value>, Connector
     }
     Ok(letters)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dead_letters_keep_reason_and_an_excerpt() {
+        let dir = std::env::temp_dir().join(format!("sleet-dead-letter-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let mut writer = DeadLetterWriter::create(&dir, 0, 3).expect("create");
+        writer.write(7, 3, "field `x`: expected int64", b"{\"x\": \"no\"}").expect("write");
+        writer.write(8, 3, "record too large", &vec![b'a'; 5000]).expect("write");
+        writer.write(9, 3, "not UTF-8", b"\xff\xfe").expect("write");
+        writer.flush().expect("flush");
+        let letters = read_dead_letters(&dir).expect("read");
+        assert_eq!(letters.len(), 3);
+        assert_eq!(letters[0]["reason"], "field `x`: expected int64");
+        assert_eq!(letters[0]["batch"], 7);
+        assert_eq!(letters[1]["record_bytes"], 5000);
+        assert_eq!(letters[1]["record"].as_str().expect("excerpt").len(), RECORD_EXCERPT_BYTES_MAX);
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

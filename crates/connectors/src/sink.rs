@@ -130,3 +130,64 @@ pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
     }
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+
+    use super::*;
+
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sleet-sink-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn rows_format_as_json_objects_with_the_update_time() {
+        let batch = RecordBatch::try_from_iter([
+            ("window_start", Arc::new(Int64Array::from(vec![Some(10_000), None])) as ArrayRef),
+            ("campaign_id", Arc::new(StringArray::from(vec!["a\"b", "ü"])) as ArrayRef),
+            ("score", Arc::new(Float64Array::from(vec![1.5, f64::NAN])) as ArrayRef),
+            ("ok", Arc::new(BooleanArray::from(vec![true, false])) as ArrayRef),
+        ])
+        .expect("batch");
+        let mut out = Vec::new();
+        format_json_lines(&batch, 77, &mut out);
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .expect("utf8")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("json"))
+            .collect();
+        assert_eq!(
+            lines[0],
+            serde_json::json!({"window_start": 10000, "campaign_id": "a\"b", "score": 1.5, "ok": true, "update_time": 77})
+        );
+        assert_eq!(lines[1]["window_start"], serde_json::Value::Null);
+        assert_eq!(lines[1]["score"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn sink_files_read_back_in_order() {
+        let dir = scratch_dir("roundtrip");
+        let batch = RecordBatch::try_from_iter([
+            ("window_start", Arc::new(Int64Array::from(vec![0, 10_000])) as ArrayRef),
+            ("campaign_id", Arc::new(StringArray::from(vec!["c1", "c2"])) as ArrayRef),
+            ("count", Arc::new(Int64Array::from(vec![3, 4])) as ArrayRef),
+        ])
+        .expect("batch");
+        let mut sink = JsonLinesSink::create(&dir, 1).expect("create");
+        let mut bytes = Vec::new();
+        format_json_lines(&batch, 123, &mut bytes);
+        sink.write(&bytes).expect("write");
+        sink.flush().expect("flush");
+        let rows = read_ysb_sink(&dir).expect("read");
+        assert_eq!(rows[1], SinkRow { window_start: 10_000, campaign_id: "c2".into(), count: 4, update_time_ms: 123 });
+        fs::write(sink_file_path(&dir, 2), "{\"window_start\": \"x\"}\n").expect("write bad");
+        let error = read_ysb_sink(&dir).expect_err("a bad line is an error").to_string();
+        assert!(error.contains("part-2.jsonl:1"), "{error}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

@@ -282,3 +282,139 @@ pub fn ground_truth(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> BTreeMa
         .map(|((campaign, window), count)| ((campaigns.campaign_id(campaign).to_string(), window), count))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn spec(rate_per_s: u64, partitions: u32, bad_fraction: f64) -> YsbSourceSpec {
+        YsbSourceSpec { seed: 42, rate_per_s, partitions, bad_fraction }
+    }
+
+    proptest! {
+        #[test]
+        fn ranges_partition_the_events_exactly(rate in 1u64..5_000_000, partitions in 1u32..9, start in 0i64..10_000_000_000_000, a in 0i64..5_000, b in 0i64..5_000) {
+            let spec = spec(rate, partitions, 0.0);
+            let (middle, end) = (start + a.min(b), start + a.max(b));
+            for partition in 0..partitions {
+                let left = event_range(&spec, partition, start, middle);
+                let right = event_range(&spec, partition, middle, end);
+                prop_assert_eq!(left.end, right.start, "adjacent ranges meet");
+                let whole = event_range(&spec, partition, start, end);
+                prop_assert_eq!(whole, left.start..right.end);
+                let range = event_range(&spec, partition, start, end);
+                if !range.is_empty() {
+                    prop_assert!(event(&spec, partition, range.start).event_time_ms >= start);
+                    prop_assert!(event(&spec, partition, range.end - 1).event_time_ms < end);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn partition_rates_sum_to_the_total_and_one_second_holds_one_second_of_events() {
+        let spec = spec(1_000_003, 4, 0.0);
+        let rates: Vec<u64> = (0..4).map(|p| partition_rate(&spec, p)).collect();
+        assert_eq!(rates.iter().sum::<u64>(), 1_000_003);
+        for (partition, rate) in rates.iter().enumerate() {
+            let range = event_range(&spec, partition as u32, 1_700_000_000_000, 1_700_000_001_000);
+            assert_eq!(range.end - range.start, *rate);
+        }
+    }
+
+    fn generate(spec: &YsbSourceSpec, partition: u32, start: i64, end: i64) -> RawRecords {
+        let mut out = RawRecords::new();
+        let count = YsbGenerator::new(spec, partition).generate(start, end, &mut out);
+        assert_eq!(count as usize, out.len());
+        out
+    }
+
+    #[test]
+    fn generated_json_matches_the_event_function() {
+        let spec = spec(5_000, 2, 0.05);
+        let campaigns = Campaigns::new(spec.seed);
+        let start = 1_700_000_000_000;
+        let records = generate(&spec, 1, start, start + 2_000);
+        let range = event_range(&spec, 1, start, start + 2_000);
+        let (mut malformed, mut wrong_type, mut oversized) = (0, 0, 0);
+        for (record, k) in records.iter().zip(range) {
+            let expected = event(&spec, 1, k);
+            let parsed: Result<serde_json::Value, _> = serde_json::from_slice(record);
+            match expected.bad {
+                Some(BadKind::Malformed) => {
+                    assert!(parsed.is_err(), "a malformed record must not parse");
+                    malformed += 1;
+                }
+                Some(BadKind::WrongType) => {
+                    let value = parsed.expect("a wrong-type record is valid JSON");
+                    assert!(value["event_time"].as_str().expect("string").parse::<i64>().is_err());
+                    wrong_type += 1;
+                }
+                Some(BadKind::Oversized) => {
+                    assert!(record.len() > 4096 && parsed.is_ok());
+                    oversized += 1;
+                }
+                None => {
+                    let value = parsed.expect("a good record is valid JSON");
+                    assert_eq!(value["ad_id"], campaigns.ad_id(expected.ad));
+                    assert_eq!(value["event_type"], expected.event_type.as_str());
+                    assert_eq!(value["ad_type"], expected.ad_type.as_str());
+                    assert_eq!(value["event_time"], expected.event_time_ms.to_string());
+                    assert!(record.len() < 300, "about 250 bytes");
+                    assert!(
+                        std::str::from_utf8(record).expect("utf8").contains("\", \"page_id\": \""),
+                        "original layout"
+                    );
+                }
+            }
+        }
+        assert!(malformed > 0 && wrong_type > 0 && oversized > 0);
+    }
+
+    #[test]
+    fn bad_fraction_is_about_right() {
+        let spec = spec(100_000, 1, 0.01);
+        let bad = event_range(&spec, 0, 0, 1_000).filter(|k| event(&spec, 0, *k).bad.is_some()).count();
+        assert!((700..=1300).contains(&bad), "{bad} bad of 100000 at 1%");
+        let views =
+            event_range(&spec, 0, 0, 1_000).filter(|k| event(&spec, 0, *k).event_type == EventType::View).count();
+        assert!((31_000..=35_700).contains(&views), "about a third are views: {views}");
+    }
+
+    #[test]
+    fn ground_truth_equals_a_count_over_parsed_json() {
+        let spec = spec(3_000, 3, 0.02);
+        let campaigns = Campaigns::new(spec.seed);
+        let campaign_of_ad: std::collections::HashMap<String, String> = (0..ADS)
+            .map(|ad| (campaigns.ad_id(ad).to_string(), campaigns.campaign_id(campaigns.campaign_of(ad)).to_string()))
+            .collect();
+        let (start, end) = (1_700_000_005_000, 1_700_000_027_000);
+        let mut counted: BTreeMap<(String, i64), u64> = BTreeMap::new();
+        for partition in 0..3 {
+            for record in generate(&spec, partition, start, end).iter() {
+                if record.len() > 4096 {
+                    continue;
+                }
+                let Ok(value) = serde_json::from_slice::<serde_json::Value>(record) else { continue };
+                let Ok(time) = value["event_time"].as_str().unwrap_or("").parse::<i64>() else { continue };
+                if value["event_type"] == "view" {
+                    let campaign = campaign_of_ad[value["ad_id"].as_str().expect("ad")].clone();
+                    *counted.entry((campaign, time.div_euclid(WINDOW_MS) * WINDOW_MS)).or_default() += 1;
+                }
+            }
+        }
+        assert_eq!(ground_truth(&spec, start, end), counted);
+    }
+
+    #[test]
+    fn campaigns_table_maps_ten_ads_to_each_campaign() {
+        let table = Campaigns::new(9).to_record_batch();
+        assert_eq!(table.num_rows(), 1000);
+        let campaigns = table.column(1).as_any().downcast_ref::<StringArray>().expect("utf8");
+        let distinct: std::collections::BTreeSet<&str> = campaigns.iter().flatten().collect();
+        assert_eq!(distinct.len(), 100);
+        assert_ne!(Campaigns::new(9).campaign_id(0), Campaigns::new(10).campaign_id(0), "ids follow the seed");
+    }
+}
