@@ -78,9 +78,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let (outbox, mut outbox_rx) = mpsc::channel::<WorkerToDriver>(OUTBOX_LEN_MAX);
     let writer_task = tokio::spawn(async move {
         while let Some(message) = outbox_rx.recv().await {
-            if let Err(error) = sleet_wire::write_control(&mut writer, &message).await {
-                return Err(error);
-            }
+            sleet_wire::write_control(&mut writer, &message).await?;
             if outbox_rx.is_empty() {
                 tokio::io::AsyncWriteExt::flush(&mut writer).await?;
             }
