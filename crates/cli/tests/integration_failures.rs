@@ -100,3 +100,43 @@ fn the_demo_runs_and_stops_every_process() {
     assert!(status_lines >= 3, "a status line about every second: {stdout}");
     assert!(stdout.contains("every process has exited"), "{stdout}");
 }
+
+#[test]
+fn ctrl_c_stops_the_demo_and_every_process_it_started() {
+    let dir = test_dir("demo_ctrl_c");
+    let mut demo = sleet()
+        .args(["demo", "--rate", "20000"])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("demo");
+    let mut stdout = BufReader::new(demo.stdout.take().expect("piped"));
+    let mut banner = String::new();
+    stdout.read_line(&mut banner).expect("banner");
+    let pids: Vec<i32> = banner
+        .split("pids [")
+        .nth(1)
+        .and_then(|rest| rest.split(']').next())
+        .expect("the banner lists worker pids")
+        .split(", ")
+        .map(|pid| pid.trim().parse().expect("pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "{banner}");
+    std::thread::sleep(Duration::from_secs(4));
+    // SAFETY: kill(2) on a child this test started and still owns.
+    unsafe {
+        libc::kill(demo.id() as i32, libc::SIGINT);
+    }
+    let status = wait_with_limit(&mut demo, Duration::from_secs(30));
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).expect("stdout");
+    assert!(status.success(), "the demo exits cleanly on Ctrl-C: {rest}");
+    assert!(rest.contains("every process has exited"), "{rest}");
+    for pid in pids {
+        // SAFETY: signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "worker {pid} outlived the demo");
+    }
+}

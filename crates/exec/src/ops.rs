@@ -219,7 +219,7 @@ mod tests {
 
     proptest! {
         #[test]
-        fn filter_and_lookup_agree_with_row_by_row_references(
+        fn filter_project_and_lookup_agree_with_row_by_row_references(
             input in proptest::collection::vec((proptest::option::of("[a-d]"), -50i64..50), 0..80),
             threshold in -50i64..50,
         ) {
@@ -230,6 +230,13 @@ mod tests {
             let filtered = FilterExec::new(col("value").gt(lit(threshold))).execute(&batch).expect("filter");
             let expected: Vec<i64> = values.iter().copied().filter(|value| *value > threshold).collect();
             prop_assert_eq!(filtered.column(1).as_primitive::<Int64Type>().values().to_vec(), expected);
+
+            let projected = ProjectExec::new(vec![(col("value").multiply(lit(3)).subtract(lit(threshold)), "derived".into()), (col("key"), "key".into())])
+                .execute(&batch)
+                .expect("project");
+            let derived: Vec<i64> = values.iter().map(|value| value * 3 - threshold).collect();
+            prop_assert_eq!(projected.column(0).as_primitive::<Int64Type>().values().to_vec(), derived);
+            prop_assert_eq!(projected.column(1), batch.column(0), "a bare column passes through unchanged");
 
             let lookup = LookupExec::new("key".into(), table(), "k".into(), vec!["label".into()]).expect("lookup");
             let joined = lookup.execute(&batch).expect("lookup");
