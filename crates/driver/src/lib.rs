@@ -12,6 +12,7 @@ pub mod barrier;
 pub mod bsp;
 pub mod coordinator;
 pub mod error;
+pub mod group_size;
 pub mod membership;
 pub mod placement;
 pub mod progress;

@@ -33,6 +33,9 @@ pub struct WorkerConfig {
 
 /// Bound on messages queued towards the driver; a full queue slows task completion.
 const OUTBOX_LEN_MAX: usize = 4096;
+/// Bound on events queued towards the local scheduler; a full queue slows the driver's
+/// connection, which is the backpressure the driver sees.
+const SCHEDULER_QUEUE_LEN_MAX: usize = 65_536;
 /// Bound on monotasks queued per resource.
 const MONOTASK_QUEUE_LEN_MAX: usize = 1024;
 
@@ -86,7 +89,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
         Ok::<(), sleet_wire::WireError>(())
     });
 
-    let (events, events_rx) = mpsc::unbounded_channel::<SchedulerEvent>();
+    let (events, events_rx) = mpsc::channel::<SchedulerEvent>(SCHEDULER_QUEUE_LEN_MAX);
     tokio::spawn(scheduler_loop(Arc::clone(&ctx), events_rx, events.clone(), outbox.clone()));
 
     let mut jobs: HashMap<JobId, Arc<JobRuntime>> = HashMap::new();
@@ -113,7 +116,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
                     let _ = outbox.send(WorkerToDriver::TaskFinished(report)).await;
                     continue;
                 };
-                let _ = events.send(SchedulerEvent::Task(Arc::clone(job), descriptor));
+                let _ = events.send(SchedulerEvent::Task(Arc::clone(job), descriptor)).await;
             }
             DriverToWorker::EndJob { job } => {
                 if let Some(runtime) = jobs.remove(&job) {
@@ -122,7 +125,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
                     }
                 }
                 ctx.store.drop_job(job);
-                let _ = events.send(SchedulerEvent::ForgetJob(job));
+                let _ = events.send(SchedulerEvent::ForgetJob(job)).await;
                 let _ = outbox.send(WorkerToDriver::JobEnded { job }).await;
             }
             DriverToWorker::Shutdown => {
@@ -141,8 +144,8 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
 
 async fn scheduler_loop(
     ctx: Arc<WorkerContext>,
-    mut events_rx: mpsc::UnboundedReceiver<SchedulerEvent>,
-    events: mpsc::UnboundedSender<SchedulerEvent>,
+    mut events_rx: mpsc::Receiver<SchedulerEvent>,
+    events: mpsc::Sender<SchedulerEvent>,
     outbox: mpsc::Sender<WorkerToDriver>,
 ) {
     let mut scheduler: LocalScheduler<(Arc<JobRuntime>, TaskDescriptor)> = LocalScheduler::default();
@@ -153,7 +156,7 @@ async fn scheduler_loop(
             tokio::spawn(async move {
                 let task = descriptor.task;
                 let report = run_task(ctx, job, descriptor).await;
-                let _ = events.send(SchedulerEvent::Finished(task));
+                let _ = events.send(SchedulerEvent::Finished(task)).await;
                 let _ = outbox.send(WorkerToDriver::TaskFinished(report)).await;
             });
         }
