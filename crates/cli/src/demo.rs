@@ -90,10 +90,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
     let summary = outcome?;
     println!(
         "stopped after {} batches: {} events in, {} dead letters, {} result rows; every process has exited",
-        summary.batches.len(),
-        summary.events_in,
-        summary.dead_letters,
-        summary.sink_rows
+        summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
     );
     Ok(())
 }

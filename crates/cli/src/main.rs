@@ -152,11 +152,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             .await?;
             println!(
                 "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
-                summary.job,
-                summary.batches.len(),
-                summary.events_in,
-                summary.dead_letters,
-                summary.sink_rows
+                summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
             );
         }
         Command::Job { workload: JobWorkload::Ysb { rate, partitions, batch_interval, duration, sink_dir } } => {

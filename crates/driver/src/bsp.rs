@@ -128,9 +128,6 @@ pub async fn run(
                     }
                     // A stop waits for the batch in flight, so the output ends on a batch boundary.
                     JobEvent::Stop => {
-                        if batches_total.is_none() {
-                            stats.batches.push(record.clone());
-                        }
                         return finish_after_stop(coordinator, job, barrier, stats, deadline).await;
                     }
                     JobEvent::Lost { worker, name, pid, reason } => {
@@ -157,7 +154,7 @@ pub async fn run(
             upstream = Some(barrier);
         }
         record.finished_at_ms = now_ms();
-        stats.batches.push(record);
+        stats.push_batch(record);
         batch += 1;
         let now = now_ms();
         if now - last_progress_ms >= PROGRESS_EVERY_MS {

@@ -128,7 +128,7 @@ impl Coordinator {
         self.end_job(job, &workers).await;
         match result {
             Ok(summary) => {
-                eprintln!("sleet driver: job {job} finished after {} batches", summary.batches.len());
+                eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total);
                 let _ = replies.send(DriverToClient::Finished(Box::new(summary))).await;
             }
             Err(error) => {

@@ -11,18 +11,24 @@ const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
 /// Bound on the monotask records kept for the summary; beyond it, the oldest are summarized
 /// and dropped, so a job that runs for days keeps bounded memory.
 const MONOTASK_RECORDS_MAX: usize = 200_000;
+/// Batch records kept for the summary (the most recent ones): about a day of 500 ms
+/// batches or half an hour of 10 ms ones, at under 100 bytes each.
+const BATCH_RECORDS_MAX: usize = 200_000;
+/// Window latencies kept for the summary (the most recent ones).
+const WINDOW_LATENCIES_MAX: usize = 1_000_000;
 
 #[derive(Debug, Default)]
 pub struct JobStats {
     pub job: JobId,
     pub start_ms: i64,
-    pub batches: Vec<BatchRecord>,
+    batches: VecDeque<BatchRecord>,
+    batches_total: u64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
     pub sink_rows: u64,
-    pub window_latencies_ms: Vec<i64>,
+    window_latencies_ms: VecDeque<i64>,
     /// (closed at, latency) for the recent-latency figures.
     recent_latencies: VecDeque<(i64, i64)>,
     monotasks: Vec<MonotaskRecord>,
@@ -42,9 +48,12 @@ impl JobStats {
         self.late_rows_dropped += stats.late_rows_dropped;
         self.unmatched_lookup_rows += stats.unmatched_lookup_rows;
         self.sink_rows += stats.sink_rows;
-        self.window_latencies_ms.extend_from_slice(&stats.window_latencies_ms);
         for latency in &stats.window_latencies_ms {
             self.recent_latencies.push_back((now_ms, *latency));
+            if self.window_latencies_ms.len() == WINDOW_LATENCIES_MAX {
+                self.window_latencies_ms.pop_front();
+            }
+            self.window_latencies_ms.push_back(*latency);
         }
         while self.recent_latencies.front().is_some_and(|(at, _)| *at < now_ms - RECENT_LATENCY_SPAN_MS) {
             self.recent_latencies.pop_front();
@@ -55,6 +64,14 @@ impl JobStats {
         self.monotasks.extend_from_slice(monotasks);
         let events = if stats.source_range.is_some() { stats.records_in } else { 0 };
         (events, stats.dead_letters)
+    }
+
+    pub fn push_batch(&mut self, record: BatchRecord) {
+        if self.batches.len() == BATCH_RECORDS_MAX {
+            self.batches.pop_front();
+        }
+        self.batches.push_back(record);
+        self.batches_total += 1;
     }
 
     fn fold_monotasks(&mut self) {
@@ -79,13 +96,13 @@ impl JobStats {
             .sum();
         JobProgress {
             job: self.job,
-            batches_done: self.batches.len() as u64,
+            batches_done: self.batches_total,
             events_in: self.events_in,
             events_per_s: last_second as f64,
             dead_letters: self.dead_letters,
             window_latency_ms_p50: percentile(&recent, 0.5),
             window_latency_ms_p99: percentile(&recent, 0.99),
-            lag_ms: self.batches.last().map_or(0, |batch| batch.finished_at_ms - batch.scheduled_end_ms),
+            lag_ms: self.batches.back().map_or(0, |batch| batch.finished_at_ms - batch.scheduled_end_ms),
         }
     }
 
@@ -95,13 +112,14 @@ impl JobStats {
             job: self.job,
             start_ms: self.start_ms,
             end_ms,
-            batches: self.batches,
+            batches: self.batches.into(),
+            batches_total: self.batches_total,
             events_in: self.events_in,
             dead_letters: self.dead_letters,
             late_rows_dropped: self.late_rows_dropped,
             unmatched_lookup_rows: self.unmatched_lookup_rows,
             sink_rows: self.sink_rows,
-            window_latencies_ms: self.window_latencies_ms,
+            window_latencies_ms: self.window_latencies_ms.into(),
             monotask_summary: self.monotask_summary,
         }
     }
@@ -124,6 +142,6 @@ mod tests {
         let later = TaskStats { window_latencies_ms: vec![80], ..TaskStats::default() };
         stats.add_task(&later, &[], 20_000);
         assert_eq!(stats.progress(20_000).window_latency_ms_p99, Some(80.0));
-        assert_eq!(stats.window_latencies_ms, vec![120, 80]);
+        assert_eq!(stats.window_latencies_ms, [120, 80]);
     }
 }

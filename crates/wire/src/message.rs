@@ -184,7 +184,11 @@ pub struct JobSummary {
     pub job: JobId,
     pub start_ms: i64,
     pub end_ms: i64,
+    /// The most recent batches (older ones are dropped on very long jobs).
     pub batches: Vec<BatchRecord>,
+    /// Every batch the job completed, including those no longer in `batches`.
+    #[serde(default)]
+    pub batches_total: u64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
