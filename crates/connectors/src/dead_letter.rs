@@ -48,12 +48,7 @@ impl DeadLetterWriter {
 
 /// Every dead letter under `dir`, files in name order.
 pub fn read_dead_letters(dir: &Path) -> Result<Vec<serde_json::Value>, ConnectorError> {
-    let mut files: Vec<PathBuf> = match fs::read_dir(dir) {
-        Ok(entries) => entries.filter_map(|entry| entry.ok().map(|entry| entry.path())).collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(ConnectorError::io("listing dead-letter directory", dir)(error)),
-    };
-    files.sort();
+    let files = crate::files::list_files(dir, "dead-letters-", "listing dead-letter directory")?;
     let mut letters = Vec::new();
     for path in files {
         let file = File::open(&path).map_err(ConnectorError::io("opening dead-letter file", &path))?;

@@ -12,6 +12,7 @@
 
 pub mod dead_letter;
 pub mod error;
+pub mod files;
 pub mod sink;
 pub mod table;
 pub mod ysb;

@@ -98,17 +98,7 @@ pub struct SinkRow {
 
 /// Every row of every `part-*.jsonl` under `dir`, in file order (files sorted by name).
 pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
-    let mut files: Vec<PathBuf> = match fs::read_dir(dir) {
-        Ok(entries) => entries
-            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-            .filter(|path| {
-                path.file_name().and_then(|name| name.to_str()).is_some_and(|name| name.starts_with("part-"))
-            })
-            .collect(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(ConnectorError::io("listing sink directory", dir)(error)),
-    };
-    files.sort();
+    let files = crate::files::list_files(dir, "part-", "listing sink directory")?;
     let mut rows = Vec::new();
     for path in files {
         let file = File::open(&path).map_err(ConnectorError::io("opening sink file", &path))?;

@@ -304,49 +304,11 @@ impl RecordParser<'_> {
         }
         match (data_type, self.peek()) {
             (DataType::Utf8 | DataType::Binary, Some(b'"')) => self.parse_string(),
-            (DataType::Int64, Some(b'"')) => {
-                let start = self.position;
-                let text = self.parse_string()?;
-                match self.slot_text(text).and_then(parse_integer) {
-                    Some(value) => Ok(Slot::Int(value)),
-                    None => {
-                        self.position = start;
-                        Err(type_error(self, "int64"))
-                    }
-                }
+            (DataType::Int64, Some(b'"' | b'-' | b'0'..=b'9')) => {
+                self.parse_number(index, "int64", parse_integer).map(Slot::Int)
             }
-            (DataType::Int64, Some(b'-' | b'0'..=b'9')) => {
-                let start = self.position;
-                let token = self.number_token();
-                match parse_integer(token) {
-                    Some(value) => Ok(Slot::Int(value)),
-                    None => {
-                        self.position = start;
-                        Err(type_error(self, "int64"))
-                    }
-                }
-            }
-            (DataType::Float64, Some(b'"')) => {
-                let start = self.position;
-                let text = self.parse_string()?;
-                match self.slot_text(text).and_then(parse_float) {
-                    Some(value) => Ok(Slot::Float(value)),
-                    None => {
-                        self.position = start;
-                        Err(type_error(self, "float64"))
-                    }
-                }
-            }
-            (DataType::Float64, Some(b'-' | b'0'..=b'9')) => {
-                let start = self.position;
-                let token = self.number_token();
-                match parse_float(token) {
-                    Some(value) => Ok(Slot::Float(value)),
-                    None => {
-                        self.position = start;
-                        Err(type_error(self, "float64"))
-                    }
-                }
+            (DataType::Float64, Some(b'"' | b'-' | b'0'..=b'9')) => {
+                self.parse_number(index, "float64", parse_float).map(Slot::Float)
             }
             (DataType::Boolean, _) if self.bytes[self.position..].starts_with(b"true") => {
                 self.position += 4;
@@ -362,6 +324,22 @@ impl RecordParser<'_> {
             (DataType::Float64, _) => Err(type_error(self, "float64")),
             (DataType::Boolean, _) => Err(type_error(self, "true or false")),
         }
+    }
+
+    /// A number written bare or quoted (the protobuf-JSON convention for 64-bit values). On
+    /// failure the cursor goes back to the value so the error quotes it.
+    fn parse_number<T>(&mut self, index: usize, expected: &str, parse: fn(&[u8]) -> Option<T>) -> ParseResult<T> {
+        let start = self.position;
+        let parsed = if self.peek() == Some(b'"') {
+            let text = self.parse_string()?;
+            self.slot_text(text).and_then(parse)
+        } else {
+            parse(self.number_token())
+        };
+        parsed.ok_or_else(|| {
+            self.position = start;
+            format!("field `{}`: expected {expected}, found {}", self.field_name(index), self.excerpt())
+        })
     }
 
     fn slot_text(&self, slot: Slot) -> Option<&[u8]> {
