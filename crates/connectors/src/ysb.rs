@@ -107,10 +107,10 @@ pub fn partition_rate(spec: &YsbSourceSpec, partition: u32) -> u64 {
 pub fn event_range(spec: &YsbSourceSpec, partition: u32, start_ms: i64, end_ms: i64) -> Range<u64> {
     let rate = partition_rate(spec, partition) as u128;
     let first = |ms: i64| -> u64 { ((ms.max(0) as u128 * rate).div_ceil(1000)) as u64 };
-    if rate == 0 || end_ms <= start_ms {
-        return 0..0;
-    }
-    first(start_ms)..first(end_ms)
+    // An empty or reversed interval is the empty range at its start, so ranges of adjacent
+    // intervals always meet.
+    let start = first(start_ms);
+    start..first(end_ms).max(start)
 }
 
 pub fn event(spec: &YsbSourceSpec, partition: u32, k: u64) -> YsbEvent {
