@@ -2,7 +2,7 @@
 //! JSON line each, so nothing bad is lost silently.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::error::ConnectorError;
@@ -48,21 +48,8 @@ impl DeadLetterWriter {
 
 /// Every dead letter under `dir`, files in name order.
 pub fn read_dead_letters(dir: &Path) -> Result<Vec<serde_json::Value>, ConnectorError> {
-    let files = crate::files::list_files(dir, "dead-letters-", "listing dead-letter directory")?;
-    let mut letters = Vec::new();
-    for path in files {
-        let file = File::open(&path).map_err(ConnectorError::io("opening dead-letter file", &path))?;
-        for (index, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(ConnectorError::io("reading dead-letter file", &path))?;
-            let value = serde_json::from_str(&line).map_err(|error| ConnectorError::Format {
-                path: path.clone(),
-                line: index + 1,
-                reason: error.to_string(),
-            })?;
-            letters.push(value);
-        }
-    }
-    Ok(letters)
+    let lines = crate::files::read_json_lines(dir, "dead-letters-", "reading dead-letter files")?;
+    Ok(lines.into_iter().map(|line| line.value).collect())
 }
 
 #[cfg(test)]

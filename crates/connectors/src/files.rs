@@ -1,6 +1,7 @@
-//! Listing the output files a connector wrote, for reading them back.
+//! Reading back the JSON-lines files a connector wrote.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use crate::error::ConnectorError;
@@ -18,4 +19,30 @@ pub fn list_files(dir: &Path, prefix: &str, action: &'static str) -> Result<Vec<
         .collect();
     files.sort();
     Ok(files)
+}
+
+/// A parsed line, with where it came from so a caller's error can name the file and line.
+pub struct JsonLine {
+    pub path: PathBuf,
+    pub line: usize,
+    pub value: serde_json::Value,
+}
+
+/// Every line of every file in `dir` whose name starts with `prefix`, parsed as JSON, files in
+/// name order. `what` names the files in errors ("sink", "dead-letter").
+pub fn read_json_lines(dir: &Path, prefix: &str, what: &'static str) -> Result<Vec<JsonLine>, ConnectorError> {
+    let mut lines = Vec::new();
+    for path in list_files(dir, prefix, what)? {
+        let file = File::open(&path).map_err(ConnectorError::io(what, &path))?;
+        for (index, text) in BufReader::new(file).lines().enumerate() {
+            let text = text.map_err(ConnectorError::io(what, &path))?;
+            let value = serde_json::from_str(&text).map_err(|error| ConnectorError::Format {
+                path: path.clone(),
+                line: index + 1,
+                reason: error.to_string(),
+            })?;
+            lines.push(JsonLine { path: path.clone(), line: index + 1, value });
+        }
+    }
+    Ok(lines)
 }

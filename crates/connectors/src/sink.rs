@@ -2,7 +2,7 @@
 //! ysb results that the bench and the tests use.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use arrow_array::cast::AsArray;
@@ -98,16 +98,13 @@ pub struct SinkRow {
 
 /// Every row of every `part-*.jsonl` under `dir`, in file order (files sorted by name).
 pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
-    let files = crate::files::list_files(dir, "part-", "listing sink directory")?;
-    let mut rows = Vec::new();
-    for path in files {
-        let file = File::open(&path).map_err(ConnectorError::io("opening sink file", &path))?;
-        for (index, line) in BufReader::new(file).lines().enumerate() {
-            let line = line.map_err(ConnectorError::io("reading sink file", &path))?;
-            let format = |reason: String| ConnectorError::Format { path: path.clone(), line: index + 1, reason };
-            let value: serde_json::Value = serde_json::from_str(&line).map_err(|error| format(error.to_string()))?;
+    let lines = crate::files::read_json_lines(dir, "part-", "reading sink files")?;
+    lines
+        .into_iter()
+        .map(|crate::files::JsonLine { path, line, value }| {
+            let format = |reason: String| ConnectorError::Format { path: path.clone(), line, reason };
             let int = |name: &str| value[name].as_i64().ok_or_else(|| format(format!("`{name}` is not an integer")));
-            rows.push(SinkRow {
+            Ok(SinkRow {
                 window_start: int("window_start")?,
                 campaign_id: value["campaign_id"]
                     .as_str()
@@ -115,10 +112,9 @@ pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
                     .to_string(),
                 count: int("count")?,
                 update_time_ms: int("update_time")?,
-            });
-        }
-    }
-    Ok(rows)
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
