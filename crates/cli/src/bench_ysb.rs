@@ -8,7 +8,7 @@ use serde_json::json;
 use sleet_clarity::percentile;
 use sleet_connectors::ysb::{event, event_range};
 use sleet_plan::{SinkSpec, YsbSourceSpec};
-use sleet_wire::JobSummary;
+use sleet_wire::{JobProgress, JobSummary};
 
 use crate::client::run_job;
 use crate::cluster::LocalCluster;
@@ -49,6 +49,21 @@ pub struct BenchYsbArgs {
     /// Keep the run's sink files, dead letters and logs here (default: a temporary directory).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Start of batch 0 in ms since the epoch (default: a moment after submission). A start
+    /// in the past first replays the backlog as fast as the cluster can.
+    #[arg(long)]
+    pub start_ms: Option<i64>,
+    #[command(flatten)]
+    pub scheduling: crate::scheduler_args::SchedulerArgs,
+}
+
+/// `" | group 8, overhead 6.1%"` for status lines under group scheduling; empty under bsp.
+pub fn group_status(progress: &JobProgress) -> String {
+    match (progress.group_size, progress.overhead) {
+        (Some(size), Some(overhead)) => format!(" | group {size}, overhead {:.1}%", overhead * 100.0),
+        (Some(size), None) => format!(" | group {size}"),
+        _ => String::new(),
+    }
 }
 
 /// A run keeps up if its batches never end more than one window behind schedule and the
@@ -83,17 +98,20 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
         combine: !args.no_combine,
         sink: SinkSpec::JsonLines { dir: results_dir.display().to_string() },
         dead_letter_dir: Some(dead_letter_dir.display().to_string()),
+        scheduling: args.scheduling.clone(),
+        start_ms: args.start_ms,
     };
     let job = ysb_job(&options)?;
     let spec = ysb_source_spec(&options);
 
     eprintln!(
-        "bench ysb: {} events/s, {} workers × {} cores, {} ms batches, {} s{}",
+        "bench ysb: {} events/s, {} workers × {} cores, {} ms batches, {} s, {}{}",
         args.rate,
         args.workers,
         args.cores_per_worker,
         args.batch_interval,
         args.duration,
+        args.scheduling.describe(),
         if args.no_combine { ", no combine" } else { "" }
     );
     let cluster = LocalCluster::start(args.workers, args.cores_per_worker, &run_dir.join("logs"))?;
@@ -104,13 +122,14 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
         |progress| {
             if progress.batches_done > 0 {
                 eprintln!(
-                    "  [{:>4} s] {:>9.0} events/s  batches {:>6}  lag {:>6} ms  window p99 {}  dead letters {}",
+                    "  [{:>4} s] {:>9.0} events/s  batches {:>6}  lag {:>6} ms  window p99 {}  dead letters {}{}",
                     started.elapsed().as_secs(),
                     progress.events_per_s,
                     progress.batches_done,
                     progress.lag_ms,
                     progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
-                    progress.dead_letters
+                    progress.dead_letters,
+                    group_status(progress)
                 );
             }
         },
@@ -164,7 +183,7 @@ fn evaluate(
     let rows = sleet_connectors::sink::read_ysb_sink(results_dir).context("reading the sink output")?;
     let check = check_counts(spec, start_ms, end_ms, &rows);
     let dead_letters_expected = bad_events(spec, start_ms, end_ms);
-    let batches_expected = (args.duration * 1000) as usize / args.batch_interval.max(1) as usize;
+    let batches_expected = (args.duration * 1000).div_ceil(args.batch_interval.max(1)) as usize;
     let ran_fully = summary.batches_total as usize >= batches_expected;
     let correct = check.mismatches == 0 && summary.dead_letters == dead_letters_expected && ran_fully;
     for example in &check.examples {
@@ -203,7 +222,9 @@ fn evaluate(
             "workers": args.workers,
             "cores_per_worker": args.cores_per_worker,
             "batch_interval_ms": args.batch_interval,
-            "scheduler": "bsp",
+            "scheduler": args.scheduling.scheduler.to_string(),
+            "group_size": args.scheduling.group_size_json(),
+            "overhead_bounds": [args.scheduling.overhead_bounds.low, args.scheduling.overhead_bounds.high],
             "rate": args.rate,
             "partitions": spec.partitions,
             "combine": !args.no_combine,
@@ -238,6 +259,8 @@ fn evaluate(
         },
         "cpu_breakdown": cpu_breakdown,
         "monotasks": summary.monotask_summary,
+        "launch_messages": summary.launch_messages,
+        "groups": group_summary(summary, warm_ms),
         "series": per_second_series(summary),
     }))
 }
@@ -251,19 +274,84 @@ fn bad_events(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> u64 {
         .sum()
 }
 
-/// Per second of scheduled time: input events, the worst lag and the median processing time.
+/// Group sizes and overheads after the warm-up (group scheduling only): where the size settled.
+fn group_summary(summary: &JobSummary, warm_ms: i64) -> serde_json::Value {
+    if summary.groups.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let settled: Vec<_> = summary.groups.iter().filter(|group| group.sent_at_ms >= warm_ms).collect();
+    let sizes: Vec<f64> = settled.iter().map(|group| group.size as f64).collect();
+    let overheads: Vec<f64> = settled.iter().map(|group| group.overhead_average.unwrap_or(group.overhead)).collect();
+    json!({
+        "count": summary.groups.len(),
+        "after_warmup": settled.len(),
+        "size_p50": percentile(&sizes, 0.5),
+        "size_min": percentile(&sizes, 0.0),
+        "size_max": percentile(&sizes, 1.0),
+        "overhead_p50": percentile(&overheads, 0.5),
+        "overhead_p05": percentile(&overheads, 0.05),
+        "overhead_p95": percentile(&overheads, 0.95),
+        "size_last": summary.groups.last().map(|group| group.size),
+        "series": {
+            "first_batch": summary.groups.iter().map(|group| group.first_batch).collect::<Vec<_>>(),
+            "sent_at_s": summary.groups.iter().map(|group| (group.sent_at_ms - summary.start_ms) as f64 / 1000.0).collect::<Vec<_>>(),
+            "size": summary.groups.iter().map(|group| group.size).collect::<Vec<_>>(),
+            "overhead": summary.groups.iter().map(|group| group.overhead).collect::<Vec<_>>(),
+            "overhead_average": summary.groups.iter().map(|group| group.overhead_average).collect::<Vec<_>>(),
+            "schedule_us": summary.groups.iter().map(|group| group.schedule_us).collect::<Vec<_>>(),
+            "register_us": summary.groups.iter().map(|group| group.register_us).collect::<Vec<_>>(),
+            "status_us": summary.groups.iter().map(|group| group.status_us).collect::<Vec<_>>(),
+            "coordination_wait_us": summary.groups.iter().map(|group| group.coordination_wait_us).collect::<Vec<_>>(),
+            "execute_us": summary.groups.iter().map(|group| group.execute_us).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// Per second of scheduled time: input events, the worst lag, the median processing time and,
+/// under group scheduling, the size of the groups those batches ran in and their overhead.
 fn per_second_series(summary: &JobSummary) -> serde_json::Value {
-    let mut seconds: std::collections::BTreeMap<i64, (u64, i64, Vec<f64>)> = std::collections::BTreeMap::new();
+    #[derive(Default)]
+    struct Second {
+        events: u64,
+        lag_ms_max: i64,
+        processing_ms: Vec<f64>,
+        groups: std::collections::BTreeSet<u64>,
+    }
+    let mut seconds: std::collections::BTreeMap<i64, Second> = std::collections::BTreeMap::new();
     for batch in &summary.batches {
         let second = (batch.scheduled_end_ms - summary.start_ms - 1).max(0) / 1000;
         let entry = seconds.entry(second).or_default();
-        entry.0 += batch.events_in;
-        entry.1 = entry.1.max(batch.finished_at_ms - batch.scheduled_end_ms);
-        entry.2.push((batch.finished_at_ms - batch.launched_at_ms) as f64);
+        entry.events += batch.events_in;
+        entry.lag_ms_max = entry.lag_ms_max.max(batch.finished_at_ms - batch.scheduled_end_ms);
+        entry.processing_ms.push((batch.finished_at_ms - batch.launched_at_ms) as f64);
+        entry.groups.extend(batch.group);
     }
+    let groups: std::collections::HashMap<u64, &sleet_wire::GroupRecord> =
+        summary.groups.iter().map(|group| (group.group, group)).collect();
+    let group_figure = |entry: &Second, figure: &dyn Fn(&sleet_wire::GroupRecord) -> f64| {
+        let values: Vec<f64> = entry.groups.iter().filter_map(|id| groups.get(id)).map(|group| figure(group)).collect();
+        percentile(&values, 0.5)
+    };
     let second: Vec<i64> = seconds.keys().copied().collect();
-    let events: Vec<u64> = seconds.values().map(|entry| entry.0).collect();
-    let lag: Vec<i64> = seconds.values().map(|entry| entry.1).collect();
-    let processing: Vec<f64> = seconds.values().map(|entry| percentile(&entry.2, 0.5).unwrap_or(0.0)).collect();
-    json!({ "second": second, "events_in": events, "lag_ms_max": lag, "batch_processing_ms_p50": processing })
+    let events: Vec<u64> = seconds.values().map(|entry| entry.events).collect();
+    let lag: Vec<i64> = seconds.values().map(|entry| entry.lag_ms_max).collect();
+    let processing: Vec<f64> =
+        seconds.values().map(|entry| percentile(&entry.processing_ms, 0.5).unwrap_or(0.0)).collect();
+    let mut series = json!({
+        "second": second,
+        "events_in": events,
+        "lag_ms_max": lag,
+        "batch_processing_ms_p50": processing,
+    });
+    if !groups.is_empty() {
+        let sizes: Vec<Option<f64>> =
+            seconds.values().map(|entry| group_figure(entry, &|group| group.size as f64)).collect();
+        let overheads: Vec<Option<f64>> = seconds
+            .values()
+            .map(|entry| group_figure(entry, &|group| group.overhead_average.unwrap_or(group.overhead)))
+            .collect();
+        series["group_size"] = json!(sizes);
+        series["overhead"] = json!(overheads);
+    }
+    series
 }

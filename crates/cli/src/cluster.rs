@@ -56,6 +56,10 @@ impl LocalCluster {
         Ok(cluster)
     }
 
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
     pub fn worker_pids(&self) -> Vec<u32> {
         self.workers.iter().map(Child::id).collect()
     }

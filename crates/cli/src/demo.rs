@@ -27,6 +27,8 @@ pub struct DemoArgs {
     /// Where results, dead letters and process logs go.
     #[arg(long, default_value = "out/demo")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub scheduling: crate::scheduler_args::SchedulerArgs,
 }
 
 pub async fn run(args: DemoArgs) -> Result<()> {
@@ -48,15 +50,18 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         combine: true,
         sink: SinkSpec::JsonLines { dir: results.display().to_string() },
         dead_letter_dir: Some(dead_letters.display().to_string()),
+        scheduling: args.scheduling.clone(),
+        start_ms: None,
     })?;
     let cluster = LocalCluster::start(args.workers, 1, &args.out.join("logs"))?;
     println!(
-        "sleet demo: driver on {}, {} workers (pids {:?}), ysb at {} events/s in {} ms batches",
+        "sleet demo: driver on {}, {} workers (pids {:?}), ysb at {} events/s in {} ms batches, {}",
         cluster.driver_address,
         args.workers,
         cluster.worker_pids(),
         args.rate,
-        args.batch_interval
+        args.batch_interval,
+        args.scheduling.describe()
     );
     println!(
         "results in {}, dead letters in {}, logs in {}",
@@ -71,13 +76,14 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         |progress| {
             let latency = |value: Option<f64>| value.map_or("-".to_string(), |ms| format!("{ms:.0} ms"));
             println!(
-                "in {:>9.0} events/s | batches {:>6} | window latency p50 {:>7} p99 {:>7} | dead letters {:>6} | lag {} ms",
+                "in {:>9.0} events/s | batches {:>6} | window latency p50 {:>7} p99 {:>7} | dead letters {:>6} | lag {} ms{}",
                 progress.events_per_s,
                 progress.batches_done,
                 latency(progress.window_latency_ms_p50),
                 latency(progress.window_latency_ms_p99),
                 progress.dead_letters,
-                progress.lag_ms
+                progress.lag_ms,
+                crate::bench_ysb::group_status(progress)
             );
         },
         async {

@@ -1,9 +1,12 @@
 //! The `sleet` binary: run a local demo, a driver, a worker, submit jobs, run benchmarks.
 
+mod bench_sched;
 mod bench_ysb;
 mod client;
 mod cluster;
 mod demo;
+mod plot;
+mod scheduler_args;
 mod ysb_check;
 mod ysb_job;
 
@@ -11,6 +14,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+
+/// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
+/// a fifth of a small task's time consolidating such cross-thread frees, mimalloc a fraction.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand};
 use sleet_plan::{JobFile, SinkSpec};
 
@@ -83,6 +91,8 @@ enum JobWorkload {
         /// Directory for the JSON-lines results; default stdout.
         #[arg(long)]
         sink_dir: Option<String>,
+        #[command(flatten)]
+        scheduling: scheduler_args::SchedulerArgs,
     },
 }
 
@@ -90,11 +100,44 @@ enum JobWorkload {
 enum BenchWorkload {
     /// The Yahoo Streaming Benchmark (WORKLOADS §1).
     Ysb(bench_ysb::BenchYsbArgs),
+    /// Scheduling micro-benchmark: one stage of tiny tasks (WORKLOADS §4).
+    Sched(bench_sched::BenchSchedArgs),
+    /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle (WORKLOADS §4).
+    Shuffle(bench_sched::BenchSchedArgs),
+}
+
+/// mimalloc's `purge_delay` option (its enum index in the bundled mimalloc 3).
+const MIMALLOC_PURGE_DELAY_OPTION: libmimalloc_sys::mi_option_t = 16;
+/// mimalloc's documented default for it, used to check the index still names that option.
+const MIMALLOC_PURGE_DELAY_DEFAULT_MS: std::ffi::c_long = 10;
+
+/// By default mimalloc hands freed memory back to the OS after 10 ms; a process that allocates
+/// and frees batch after batch then faults the same pages back in, zeroed, at every batch.
+/// One second keeps memory bounded without that churn.
+fn tune_allocator() {
+    // SAFETY: reading and setting an allocator option has no preconditions; mimalloc makes
+    // option updates thread-safe. The read-back guards against a renumbered option enum.
+    unsafe {
+        if libmimalloc_sys::mi_option_get(MIMALLOC_PURGE_DELAY_OPTION) == MIMALLOC_PURGE_DELAY_DEFAULT_MS {
+            libmimalloc_sys::mi_option_set(MIMALLOC_PURGE_DELAY_OPTION, 1000);
+        }
+    }
 }
 
 fn main() -> ExitCode {
+    tune_allocator();
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+    // A worker's compute runs on its own monotask pools; its async side only moves messages,
+    // and one thread does that without waking a second one for every message.
+    let builder = match &cli.command {
+        Command::Worker { .. } => tokio::runtime::Builder::new_current_thread(),
+        _ => {
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder.worker_threads(2);
+            builder
+        }
+    };
+    let runtime = match { builder }.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("sleet: cannot start the async runtime: {error}");
@@ -128,7 +171,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                 cores,
                 shuffle_listen: listen,
                 name: name.unwrap_or_else(|| format!("worker-pid-{}", std::process::id())),
-                fetches_in_flight_max: 4,
+                fetches_in_flight_max: 16,
             };
             sleet_worker::run(config).await.context("worker failed")?;
         }
@@ -155,7 +198,9 @@ async fn run(command: Command) -> Result<ExitCode> {
                 summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
             );
         }
-        Command::Job { workload: JobWorkload::Ysb { rate, partitions, batch_interval, duration, sink_dir } } => {
+        Command::Job {
+            workload: JobWorkload::Ysb { rate, partitions, batch_interval, duration, sink_dir, scheduling },
+        } => {
             let job = ysb_job::ysb_job(&ysb_job::YsbOptions {
                 seed: 1,
                 rate_per_s: rate,
@@ -167,12 +212,26 @@ async fn run(command: Command) -> Result<ExitCode> {
                 combine: true,
                 sink: sink_dir.map_or(SinkSpec::Stdout, |dir| SinkSpec::JsonLines { dir }),
                 dead_letter_dir: None,
+                scheduling,
+                start_ms: None,
             })?;
             println!("{}", job.to_json());
         }
         Command::Bench { workload: BenchWorkload::Ysb(args) } => {
             if !bench_ysb::run(args).await? {
                 eprintln!("sleet: the results do not match the ground truth");
+                return Ok(ExitCode::from(2));
+            }
+        }
+        Command::Bench { workload: BenchWorkload::Sched(args) } => {
+            if !bench_sched::run(bench_sched::Shape::Sched, args).await? {
+                eprintln!("sleet: some batches did not run every task exactly once");
+                return Ok(ExitCode::from(2));
+            }
+        }
+        Command::Bench { workload: BenchWorkload::Shuffle(args) } => {
+            if !bench_sched::run(bench_sched::Shape::Shuffle, args).await? {
+                eprintln!("sleet: some batches did not run every task exactly once");
                 return Ok(ExitCode::from(2));
             }
         }

@@ -1,9 +1,11 @@
 //! The Yahoo Streaming Benchmark query as a sleet plan (WORKLOADS §1).
 
 use sleet_plan::{
-    col, lit, Aggregate, DataType, Field, JobFile, JobSettings, PlanBuilder, SchedulerKind, Schema, SinkSpec,
-    SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
+    col, lit, Aggregate, DataType, Field, JobFile, JobSettings, PlanBuilder, Schema, SinkSpec, SourceSpec, TableSpec,
+    WindowSpec, YsbSourceSpec,
 };
+
+use crate::scheduler_args::SchedulerArgs;
 
 /// The ysb events' largest good record is about 300 bytes; anything past this is bad input.
 pub const YSB_RECORD_BYTES_MAX: u32 = 4096;
@@ -20,6 +22,9 @@ pub struct YsbOptions {
     pub combine: bool,
     pub sink: SinkSpec,
     pub dead_letter_dir: Option<String>,
+    pub scheduling: SchedulerArgs,
+    /// Start of batch 0; default a moment after submission.
+    pub start_ms: Option<i64>,
 }
 
 pub fn ysb_source_spec(options: &YsbOptions) -> YsbSourceSpec {
@@ -62,14 +67,15 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
         )
         .sink(options.sink.clone())
         .build()?;
-    Ok(JobFile {
-        plan,
-        settings: JobSettings {
-            batch_interval_ms: options.batch_interval_ms,
-            duration_ms: options.duration_ms,
-            scheduler: SchedulerKind::Bsp,
-            combine: options.combine,
-            dead_letter_dir: options.dead_letter_dir.clone(),
-        },
-    })
+    let mut settings = JobSettings {
+        batch_interval_ms: options.batch_interval_ms,
+        duration_ms: options.duration_ms,
+        combine: options.combine,
+        dead_letter_dir: options.dead_letter_dir.clone(),
+        start_ms: options.start_ms,
+        ..JobSettings::default()
+    };
+    options.scheduling.apply(&mut settings);
+    settings.validate()?;
+    Ok(JobFile { plan, settings })
 }

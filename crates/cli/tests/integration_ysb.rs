@@ -1,6 +1,7 @@
 //! ysb end to end: a driver and 2 worker processes run 30 s of batches; every
 //! (campaign, window) count must equal the ground truth computed from the generator function
-//! directly, never through the engine's operators.
+//! directly, never through the engine's operators. The runs cover both schedulers: group with
+//! the automatic size (the default), bsp, and group with a fixed size.
 
 mod common;
 
@@ -69,18 +70,24 @@ fn ysb_counts_equal_ground_truth_with_partial_aggregation() {
     let (run, dir) = run_ysb("ysb_combine", &[], 0.0);
     assert_exact(&run, &dir);
     assert_eq!(run.result["config"]["combine"], true);
+    assert_eq!(run.result["config"]["scheduler"], "group");
+    assert_eq!(run.result["config"]["group_size"], "auto");
+    let groups = run.result["groups"]["count"].as_u64().expect("group records");
+    assert!((1..=300).contains(&groups), "300 batches ran in {groups} groups");
 }
 
 #[test]
-fn ysb_counts_equal_ground_truth_without_partial_aggregation() {
-    let (run, dir) = run_ysb("ysb_no_combine", &["--no-combine"], 0.0);
+fn ysb_counts_equal_ground_truth_under_bsp_without_partial_aggregation() {
+    let (run, dir) = run_ysb("ysb_bsp_no_combine", &["--no-combine", "--scheduler", "bsp"], 0.0);
     assert_exact(&run, &dir);
     assert_eq!(run.result["config"]["combine"], false);
+    assert_eq!(run.result["config"]["scheduler"], "bsp");
+    assert_eq!(run.result["launch_messages"].as_u64(), Some(300 * 4), "bsp sends 2 map + 2 reduce tasks per batch");
 }
 
 #[test]
 fn ysb_bad_records_become_dead_letters_and_good_counts_stay_exact() {
-    let (run, dir) = run_ysb("ysb_bad_records", &[], 0.01);
+    let (run, dir) = run_ysb("ysb_bad_records", &["--scheduler", "group", "--group-size", "5"], 0.01);
     assert_exact(&run, &dir);
     let start_ms = run.result["start_ms"].as_i64().expect("start_ms");
     let end_ms = run.result["end_ms"].as_i64().expect("end_ms");

@@ -1,18 +1,22 @@
 //! Sources, static tables and sinks.
 //!
 //! ```text
-//!  ysb::YsbGenerator (seed, partition, time range) ──JSON records──▶ RawRecords ──▶ worker
+//!  generator::Generator (seed, partition, time range) ──JSON records──▶ RawRecords ──▶ worker
+//!    ├─ ysb::YsbGenerator          ysb events at a fixed rate
+//!    └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
 //!  table::load_table(TableSpec) ──▶ RecordBatch (broadcast to lookups)
 //!  worker ──rows──▶ sink::format_json_lines ──▶ JsonLinesSink (part-<p>.jsonl)
 //!  worker ──bad records──▶ dead_letter::DeadLetterWriter
 //! ```
 //!
-//! `ysb::ground_truth` counts from the generator function directly, never through JSON or
-//! the engine's operators, so tests can compare against it.
+//! `ysb::ground_truth` and `numbers::expected_sums` compute from the generator functions
+//! directly, never through JSON or the engine's operators, so tests can compare against them.
 
 pub mod dead_letter;
 pub mod error;
 pub mod files;
+pub mod generator;
+pub mod numbers;
 pub mod sink;
 pub mod table;
 pub mod ysb;

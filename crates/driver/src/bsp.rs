@@ -31,9 +31,8 @@ pub async fn run(
     replies: &mpsc::Sender<DriverToClient>,
 ) -> Result<JobSummary, DriverError> {
     let placement = Placement::new(workers.to_vec());
-    let mut stats = JobStats::new(job.job, job.start_ms);
-    let batches_total =
-        job.settings.duration_ms.map(|duration| (duration as i64 + job.interval_ms - 1) / job.interval_ms);
+    let mut stats = JobStats::new(job.job, job.start_ms, "bsp");
+    let batches_total = job.batches_total().map(|total| total as i64);
     let stage_timeout = Duration::from_secs(coordinator.config.stage_timeout_s);
     let mut last_progress_ms = now_ms();
     let mut batch: u64 = 0;
@@ -52,12 +51,14 @@ pub async fn run(
                 JobEvent::Lost { worker, name, pid, reason } => {
                     return Err(DriverError::WorkerLost { worker, name, pid, batch, reason })
                 }
-                JobEvent::Report(report) => {
-                    return Err(DriverError::TaskFailed {
-                        task: report.task,
-                        worker: report.worker,
-                        reason: "reported a task that was not running".into(),
-                    })
+                JobEvent::Status(status, _) => {
+                    if let Some(report) = status.reports.first() {
+                        return Err(DriverError::TaskFailed {
+                            task: report.task,
+                            worker: report.worker,
+                            reason: "reported a task that was not running".into(),
+                        });
+                    }
                 }
                 JobEvent::Ended { .. } => {}
             }
@@ -91,7 +92,8 @@ pub async fn run(
                         reason: "it is gone".into(),
                     });
                 };
-                if handle.outbox.send(DriverToWorker::LaunchTask(TaskDescriptor { task, input })).await.is_err() {
+                stats.launched(sleet_wire::clock::now_us());
+                if !handle.send(&DriverToWorker::LaunchTask(TaskDescriptor { task, input })).await {
                     let (name, pid) = (handle.name.clone(), handle.pid);
                     return Err(DriverError::WorkerLost {
                         worker,
@@ -107,22 +109,28 @@ pub async fn run(
             let deadline = Instant::now() + stage_timeout;
             while !barrier.is_done() {
                 match coordinator.next_job_event(job.job, job.client, deadline).await {
-                    JobEvent::Report(report) => {
-                        let worker = report.worker;
-                        match report.outcome {
-                            TaskOutcome::Succeeded(task_stats) => {
-                                let address = coordinator
-                                    .membership
-                                    .get(worker)
-                                    .map(|handle| handle.shuffle_address.clone())
-                                    .unwrap_or_default();
-                                let (events, dead_letters) = stats.add_task(&task_stats, &report.monotasks, now_ms());
-                                record.events_in += events;
-                                record.dead_letters += dead_letters;
-                                barrier.complete(report.task, task_stats, worker, &address);
-                            }
-                            TaskOutcome::Failed { reason } => {
-                                return Err(explain_failure(coordinator, job, report.task, worker, reason, batch).await)
+                    JobEvent::Status(status, _) => {
+                        for report in status.reports {
+                            let worker = report.worker;
+                            match report.outcome {
+                                TaskOutcome::Succeeded(task_stats) => {
+                                    let address = coordinator
+                                        .membership
+                                        .get(worker)
+                                        .map(|handle| handle.shuffle_address.clone())
+                                        .unwrap_or_default();
+                                    let (events, dead_letters) =
+                                        stats.add_task(&task_stats, &report.monotasks, now_ms());
+                                    record.events_in += events;
+                                    record.dead_letters += dead_letters;
+                                    record.finished_at_us = record.finished_at_us.max(report.finished_at_us);
+                                    barrier.complete(report.task, task_stats, worker, &address);
+                                }
+                                TaskOutcome::Failed { reason } => {
+                                    return Err(coordinator
+                                        .explain_failure(job, report.task, worker, reason, batch)
+                                        .await)
+                                }
                             }
                         }
                     }
@@ -176,10 +184,12 @@ async fn finish_after_stop(
 ) -> Result<JobSummary, DriverError> {
     while !barrier.is_done() {
         match coordinator.next_job_event(job.job, job.client, deadline).await {
-            JobEvent::Report(report) => {
-                if let TaskOutcome::Succeeded(task_stats) = report.outcome {
-                    stats.add_task(&task_stats, &report.monotasks, now_ms());
-                    barrier.complete(report.task, task_stats, report.worker, "");
+            JobEvent::Status(status, _) => {
+                for report in status.reports {
+                    if let TaskOutcome::Succeeded(task_stats) = report.outcome {
+                        stats.add_task(&task_stats, &report.monotasks, now_ms());
+                        barrier.complete(report.task, task_stats, report.worker, "");
+                    }
                 }
             }
             JobEvent::Timeout | JobEvent::Lost { .. } => break,
@@ -187,28 +197,4 @@ async fn finish_after_stop(
         }
     }
     Ok(stats.summary(now_ms()))
-}
-
-/// A task that fails because a peer vanished (a fetch from a dead worker) is a symptom; the
-/// worker's lost connection, which follows within moments, is the cause worth reporting.
-async fn explain_failure(
-    coordinator: &mut Coordinator,
-    job: &RunningJob,
-    task: TaskId,
-    failed_on: WorkerId,
-    failure: String,
-    batch: u64,
-) -> DriverError {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        match coordinator.next_job_event(job.job, job.client, deadline).await {
-            JobEvent::Lost { worker, name, pid, reason } => {
-                return DriverError::WorkerLost { worker, name, pid, batch, reason }
-            }
-            JobEvent::Timeout | JobEvent::Stop => {
-                return DriverError::TaskFailed { task, worker: failed_on, reason: failure }
-            }
-            JobEvent::Report(_) | JobEvent::Ended { .. } => {}
-        }
-    }
 }

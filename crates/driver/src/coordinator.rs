@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use sleet_plan::SchedulerKind;
 use sleet_plan::{plan_stages, JobFile, PhysicalPlan};
 use sleet_wire::clock::now_ms;
-use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, TaskReport, WorkerId, WorkerToDriver};
+use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, StatusBatch, WorkerId, WorkerToDriver};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
@@ -57,10 +58,19 @@ pub struct Coordinator {
 
 /// What the running job's loop is told by an event it did not handle itself.
 pub enum JobEvent {
-    Report(TaskReport),
-    Ended { worker: WorkerId, job: JobId },
+    /// Batched progress from a worker, and what decoding it cost the driver.
+    Status(StatusBatch, i64),
+    Ended {
+        worker: WorkerId,
+        job: JobId,
+    },
     Stop,
-    Lost { worker: WorkerId, name: String, pid: u32, reason: String },
+    Lost {
+        worker: WorkerId,
+        name: String,
+        pid: u32,
+        reason: String,
+    },
     Timeout,
 }
 
@@ -82,7 +92,7 @@ impl Coordinator {
             }
         }
         for handle in self.membership.handles() {
-            let _ = handle.outbox.send(DriverToWorker::Shutdown).await;
+            let _ = handle.send(&DriverToWorker::Shutdown).await;
         }
         // Give the writer tasks a moment to put the shutdown on the wire.
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -104,9 +114,10 @@ impl Coordinator {
         let job = self.next_job;
         self.next_job += 1;
         let interval = job_file.settings.batch_interval_ms.max(1) as i64;
-        // Batch 0 starts on an interval boundary a little ahead, so every worker has the
-        // registration before the first batch closes.
-        let start_ms = (now_ms() + 300 + interval - 1) / interval * interval;
+        // By default batch 0 starts on an interval boundary a little ahead, so every worker
+        // has the registration before the first batch closes.
+        let start_ms =
+            job_file.settings.start_ms.unwrap_or_else(|| (now_ms() + 300 + interval - 1) / interval * interval);
         let registration = JobRegistration {
             job,
             name: job_file.plan.name.clone(),
@@ -116,15 +127,23 @@ impl Coordinator {
             dead_letter_dir: job_file.settings.dead_letter_dir.clone(),
         };
         let workers = self.membership.ids();
+        let register = crate::membership::EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
         for handle in self.membership.handles() {
-            let _ = handle.outbox.send(DriverToWorker::RegisterJob(registration.clone())).await;
+            let _ = handle.send_encoded(register.clone()).await;
         }
         let _ = replies.send(DriverToClient::Accepted { job, workers: workers.len() as u32, start_ms }).await;
-        eprintln!("sleet driver: job {job} `{}` starts at {start_ms} on workers {workers:?}", job_file.plan.name);
+        let scheduler = job_file.settings.scheduler;
+        eprintln!(
+            "sleet driver: job {job} `{}` starts at {start_ms} on workers {workers:?} ({scheduler} scheduler)",
+            job_file.plan.name
+        );
 
         let context =
             RunningJob { job, client, start_ms, interval_ms: interval, settings: job_file.settings, physical };
-        let result = crate::bsp::run(self, &context, &workers, &replies).await;
+        let result = match scheduler {
+            SchedulerKind::Bsp => crate::bsp::run(self, &context, &workers, &replies).await,
+            SchedulerKind::Group => crate::group::run(self, &context, &workers, &replies).await,
+        };
         self.end_job(job, &workers).await;
         match result {
             Ok(summary) => {
@@ -166,7 +185,7 @@ impl Coordinator {
         let mut waiting: Vec<WorkerId> = Vec::new();
         for worker in workers {
             if let Some(handle) = self.membership.get(*worker) {
-                if handle.outbox.send(DriverToWorker::EndJob { job }).await.is_ok() {
+                if handle.send(&DriverToWorker::EndJob { job }).await {
                     waiting.push(*worker);
                 }
             }
@@ -200,10 +219,10 @@ impl Coordinator {
                         return JobEvent::Lost { worker, name: handle.name, pid: handle.pid, reason };
                     }
                 }
-                DriverEvent::FromWorker { message: WorkerToDriver::TaskFinished(report), .. } => {
-                    return JobEvent::Report(report)
+                DriverEvent::FromWorker { message: WorkerToDriver::Status(status), decode_us, .. } => {
+                    return JobEvent::Status(status, decode_us)
                 }
-                DriverEvent::FromWorker { worker, message: WorkerToDriver::JobEnded { job } } => {
+                DriverEvent::FromWorker { worker, message: WorkerToDriver::JobEnded { job }, .. } => {
                     return JobEvent::Ended { worker, job }
                 }
                 DriverEvent::FromWorker { .. } => {}
@@ -224,6 +243,33 @@ impl Coordinator {
     }
 }
 
+impl Coordinator {
+    /// A task that fails because a peer vanished (a fetch from a dead worker) is a symptom;
+    /// the worker's lost connection, which follows within moments, is the cause worth
+    /// reporting.
+    pub async fn explain_failure(
+        &mut self,
+        job: &RunningJob,
+        task: sleet_wire::TaskId,
+        failed_on: WorkerId,
+        failure: String,
+        batch: u64,
+    ) -> DriverError {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            match self.next_job_event(job.job, job.client, deadline).await {
+                JobEvent::Lost { worker, name, pid, reason } => {
+                    return DriverError::WorkerLost { worker, name, pid, batch, reason }
+                }
+                JobEvent::Timeout | JobEvent::Stop => {
+                    return DriverError::TaskFailed { task, worker: failed_on, reason: failure }
+                }
+                JobEvent::Status(..) | JobEvent::Ended { .. } => {}
+            }
+        }
+    }
+}
+
 /// A job while it runs: what the scheduler needs to know about it.
 pub struct RunningJob {
     pub job: JobId,
@@ -232,4 +278,17 @@ pub struct RunningJob {
     pub interval_ms: i64,
     pub settings: sleet_plan::JobSettings,
     pub physical: PhysicalPlan,
+}
+
+impl RunningJob {
+    /// How many batches the job runs, when it has a duration.
+    pub fn batches_total(&self) -> Option<u64> {
+        self.settings
+            .duration_ms
+            .map(|duration| (duration as i64 + self.interval_ms - 1) as u64 / self.interval_ms as u64)
+    }
+
+    pub fn batch_end_ms(&self, batch: u64) -> i64 {
+        self.start_ms + (batch as i64 + 1) * self.interval_ms
+    }
 }

@@ -2,17 +2,22 @@
 //!
 //! ```text
 //!  clients / workers ──TCP──▶ server (frames → DriverEvent) ──▶ coordinator (owns state)
-//!                                                                   │ per job
+//!                                                                   │ per job, one of:
 //!                                                                   ▼
-//!        bsp: per batch ─ LaunchTask × tasks ─▶ workers ─ TaskFinished ─▶ barrier ─▶ next stage
-//!                         placement (pure) · barrier (pure) · progress (pure)
+//!  group: per group ─ LaunchGroup × workers ─▶ workers ─ Status (batched, async) ─▶ tracker
+//!         group_plan · group_tracker · group_size (AIMD) · placement          (all pure)
+//!  bsp:   per batch ─ LaunchTask × tasks ─▶ workers ─ Status ─▶ barrier ─▶ next stage
+//!         placement · barrier · progress                                      (all pure)
 //! ```
 
 pub mod barrier;
 pub mod bsp;
 pub mod coordinator;
 pub mod error;
+pub mod group;
+pub mod group_plan;
 pub mod group_size;
+pub mod group_tracker;
 pub mod membership;
 pub mod placement;
 pub mod progress;

@@ -5,6 +5,18 @@ use std::collections::BTreeMap;
 use sleet_wire::{DriverToWorker, WorkerId};
 use tokio::sync::mpsc;
 
+/// A control message already encoded by the coordinator. Encoding where the decision is
+/// made keeps its cost on the driver's scheduling clock, where it belongs: with many tasks
+/// per message it is a large share of what the driver spends per batch.
+#[derive(Debug, Clone)]
+pub struct EncodedMessage(pub Vec<u8>);
+
+impl EncodedMessage {
+    pub fn new(message: &DriverToWorker) -> Self {
+        EncodedMessage(sleet_wire::encode_binary(message))
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct WorkerHandle {
     pub id: WorkerId,
@@ -13,7 +25,18 @@ pub struct WorkerHandle {
     pub cores: u32,
     pub pid: u32,
     /// Messages to this worker; a writer task owns the socket.
-    pub outbox: mpsc::Sender<DriverToWorker>,
+    pub outbox: mpsc::Sender<EncodedMessage>,
+}
+
+impl WorkerHandle {
+    /// Encodes and queues `message`; false when the worker's connection is gone.
+    pub async fn send(&self, message: &DriverToWorker) -> bool {
+        self.send_encoded(EncodedMessage::new(message)).await
+    }
+
+    pub async fn send_encoded(&self, message: EncodedMessage) -> bool {
+        self.outbox.send(message).await.is_ok()
+    }
 }
 
 #[derive(Debug, Default)]

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use sleet_clarity::{percentile, MonotaskRecord};
-use sleet_wire::{BatchRecord, JobId, JobProgress, JobSummary, TaskStats};
+use sleet_wire::{BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, TaskStats};
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
@@ -16,6 +16,8 @@ const MONOTASK_RECORDS_MAX: usize = 200_000;
 const BATCH_RECORDS_MAX: usize = 200_000;
 /// Window latencies kept for the summary (the most recent ones).
 const WINDOW_LATENCIES_MAX: usize = 1_000_000;
+/// Group records kept for the summary (the most recent ones); at least one batch each.
+const GROUP_RECORDS_MAX: usize = 200_000;
 
 #[derive(Debug, Default)]
 pub struct JobStats {
@@ -33,11 +35,15 @@ pub struct JobStats {
     recent_latencies: VecDeque<(i64, i64)>,
     monotasks: Vec<MonotaskRecord>,
     monotask_summary: std::collections::BTreeMap<String, sleet_clarity::ResourceSummary>,
+    pub scheduler: String,
+    pub launch_messages: u64,
+    first_launch_at_us: Option<i64>,
+    groups: VecDeque<GroupRecord>,
 }
 
 impl JobStats {
-    pub fn new(job: JobId, start_ms: i64) -> Self {
-        JobStats { job, start_ms, ..JobStats::default() }
+    pub fn new(job: JobId, start_ms: i64, scheduler: &str) -> Self {
+        JobStats { job, start_ms, scheduler: scheduler.to_string(), ..JobStats::default() }
     }
 
     pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord], now_ms: i64) -> (u64, u64) {
@@ -64,6 +70,23 @@ impl JobStats {
         self.monotasks.extend_from_slice(monotasks);
         let events = if stats.source_range.is_some() { stats.records_in } else { 0 };
         (events, stats.dead_letters)
+    }
+
+    /// Notes a launch; the first one is the job's start of work.
+    pub fn launched(&mut self, at_us: i64) {
+        self.launch_messages += 1;
+        self.first_launch_at_us.get_or_insert(at_us);
+    }
+
+    pub fn push_group(&mut self, record: GroupRecord) {
+        if self.groups.len() == GROUP_RECORDS_MAX {
+            self.groups.pop_front();
+        }
+        self.groups.push_back(record);
+    }
+
+    pub fn last_group(&self) -> Option<&GroupRecord> {
+        self.groups.back()
     }
 
     pub fn push_batch(&mut self, record: BatchRecord) {
@@ -103,16 +126,21 @@ impl JobStats {
             window_latency_ms_p50: percentile(&recent, 0.5),
             window_latency_ms_p99: percentile(&recent, 0.99),
             lag_ms: self.batches.back().map_or(0, |batch| batch.finished_at_ms - batch.scheduled_end_ms),
+            group_size: None,
+            overhead: None,
         }
     }
 
     pub fn summary(mut self, end_ms: i64) -> JobSummary {
         self.fold_monotasks();
+        // Under group scheduling batches can complete slightly out of order.
+        let mut batches: Vec<BatchRecord> = self.batches.into();
+        batches.sort_by_key(|batch| batch.batch);
         JobSummary {
             job: self.job,
             start_ms: self.start_ms,
             end_ms,
-            batches: self.batches.into(),
+            batches,
             batches_total: self.batches_total,
             events_in: self.events_in,
             dead_letters: self.dead_letters,
@@ -121,6 +149,10 @@ impl JobStats {
             sink_rows: self.sink_rows,
             window_latencies_ms: self.window_latencies_ms.into(),
             monotask_summary: self.monotask_summary,
+            scheduler: self.scheduler,
+            first_launch_at_us: self.first_launch_at_us.unwrap_or(0),
+            launch_messages: self.launch_messages,
+            groups: self.groups.into(),
         }
     }
 }
@@ -131,7 +163,7 @@ mod tests {
 
     #[test]
     fn counts_source_events_once_and_recent_latency_forgets_old_windows() {
-        let mut stats = JobStats::new(1, 0);
+        let mut stats = JobStats::new(1, 0, "bsp");
         let source =
             TaskStats { source_range: Some((0, 100)), records_in: 50, dead_letters: 2, ..TaskStats::default() };
         let reduce = TaskStats { records_in: 10, window_latencies_ms: vec![120], ..TaskStats::default() };

@@ -10,7 +10,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-use crate::membership::WorkerHandle;
+use crate::membership::{EncodedMessage, WorkerHandle};
 
 pub type ClientId = u64;
 
@@ -20,11 +20,27 @@ const OUTBOX_LEN_MAX: usize = 4096;
 #[derive(Debug)]
 pub enum DriverEvent {
     WorkerJoined(WorkerHandle),
-    FromWorker { worker: WorkerId, message: WorkerToDriver },
-    WorkerLost { worker: WorkerId, reason: String },
-    Submit { client: ClientId, job: Box<JobFile>, replies: mpsc::Sender<DriverToClient> },
-    Stop { job: JobId },
-    ClientGone { client: ClientId },
+    /// `decode_us`: what decoding the message cost the driver (part of its coordination time).
+    FromWorker {
+        worker: WorkerId,
+        message: WorkerToDriver,
+        decode_us: i64,
+    },
+    WorkerLost {
+        worker: WorkerId,
+        reason: String,
+    },
+    Submit {
+        client: ClientId,
+        job: Box<JobFile>,
+        replies: mpsc::Sender<DriverToClient>,
+    },
+    Stop {
+        job: JobId,
+    },
+    ClientGone {
+        client: ClientId,
+    },
     Shutdown,
 }
 
@@ -55,7 +71,7 @@ pub async fn accept_loop(listener: TcpListener, events: mpsc::Sender<DriverEvent
 async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender<DriverEvent>) {
     let (mut reader, mut writer) = connection.into_split();
     let register = match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
-        Ok(Some(frame)) => frame.control::<WorkerToDriver>("worker registration"),
+        Ok(Some(frame)) => frame.binary::<WorkerToDriver>("worker registration"),
         Ok(None) => return,
         Err(error) => Err(error),
     };
@@ -63,15 +79,15 @@ async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender
         eprintln!("sleet driver: a worker connected without registering; closing it");
         return;
     };
-    if sleet_wire::write_control(&mut writer, &DriverToWorker::Welcome { worker: id }).await.is_err()
+    if sleet_wire::write_binary(&mut writer, &DriverToWorker::Welcome { worker: id }).await.is_err()
         || writer.flush().await.is_err()
     {
         return;
     }
-    let (outbox, mut outbox_rx) = mpsc::channel::<DriverToWorker>(OUTBOX_LEN_MAX);
+    let (outbox, mut outbox_rx) = mpsc::channel::<EncodedMessage>(OUTBOX_LEN_MAX);
     tokio::spawn(async move {
-        while let Some(message) = outbox_rx.recv().await {
-            if sleet_wire::write_control(&mut writer, &message).await.is_err() {
+        while let Some(EncodedMessage(payload)) = outbox_rx.recv().await {
+            if sleet_wire::write_frame(&mut writer, sleet_wire::FrameKind::Binary, &payload).await.is_err() {
                 return;
             }
             if outbox_rx.is_empty() && writer.flush().await.is_err() {
@@ -86,19 +102,25 @@ async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender
     }
     let reason = loop {
         match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
-            Ok(Some(frame)) => match frame.control::<WorkerToDriver>("worker message") {
-                Ok(message) => {
-                    if events.send(DriverEvent::FromWorker { worker: id, message }).await.is_err() {
+            Ok(Some(frame)) => match timed(|| frame.binary::<WorkerToDriver>("worker message")) {
+                (Ok(message), decode_us) => {
+                    if events.send(DriverEvent::FromWorker { worker: id, message, decode_us }).await.is_err() {
                         return;
                     }
                 }
-                Err(error) => break format!("sent a malformed message ({error})"),
+                (Err(error), _) => break format!("sent a malformed message ({error})"),
             },
             Ok(None) => break "its connection closed".to_string(),
             Err(error) => break format!("its connection failed ({error})"),
         }
     };
     let _ = events.send(DriverEvent::WorkerLost { worker: id, reason }).await;
+}
+
+fn timed<T>(work: impl FnOnce() -> T) -> (T, i64) {
+    let started_us = sleet_wire::clock::now_us();
+    let value = work();
+    (value, sleet_wire::clock::now_us() - started_us)
 }
 
 async fn serve_client(connection: Connection, client: ClientId, events: mpsc::Sender<DriverEvent>) {

@@ -43,7 +43,15 @@ pub fn partition_of_row(key_columns: &[ArrayRef], row: usize, partitions: u32) -
     ((hash ^ (hash >> 32)) % partitions as u64) as u32
 }
 
-pub fn partition_batch(batch: &RecordBatch, keys: &[String], partitions: u32) -> Result<Vec<RecordBatch>, ExecError> {
+/// Splits `batch` by the hash of `keys` into `partitions` parts and returns the non-empty ones
+/// with their partition, in partition order. Empty parts are left out rather than built: a
+/// small batch leaves most partitions empty, and an empty Arrow batch still costs an
+/// allocation per column to make and to drop.
+pub fn partition_batch(
+    batch: &RecordBatch,
+    keys: &[String],
+    partitions: u32,
+) -> Result<Vec<(u32, RecordBatch)>, ExecError> {
     let key_columns: Vec<ArrayRef> = keys
         .iter()
         .map(|key| batch.column_by_name(key).cloned().ok_or_else(|| ExecError::MissingColumn(key.clone())))
@@ -54,12 +62,17 @@ pub fn partition_batch(batch: &RecordBatch, keys: &[String], partitions: u32) ->
     }
     rows_of
         .into_iter()
-        .map(|rows| {
-            if rows.len() == batch.num_rows() {
-                return Ok(batch.clone());
-            }
-            let indices = UInt32Array::from(rows);
-            arrow_select::take::take_record_batch(batch, &indices).map_err(ExecError::arrow("partitioning a batch"))
+        .enumerate()
+        .filter(|(_, rows)| !rows.is_empty())
+        .map(|(partition, rows)| {
+            let part = if rows.len() == batch.num_rows() {
+                batch.clone()
+            } else {
+                let indices = UInt32Array::from(rows);
+                arrow_select::take::take_record_batch(batch, &indices)
+                    .map_err(ExecError::arrow("partitioning a batch"))?
+            };
+            Ok((partition as u32, part))
         })
         .collect()
 }
@@ -98,11 +111,12 @@ mod tests {
         let keys: Vec<String> = (0..500).map(|index| format!("k{}", index % 37)).collect();
         let input = batch(keys.iter().map(String::as_str).collect());
         let parts = partition_batch(&input, &["key".to_string()], 4).expect("partition");
-        assert_eq!(parts.len(), 4);
-        assert_eq!(parts.iter().map(RecordBatch::num_rows).sum::<usize>(), 500);
+        assert!(parts.windows(2).all(|pair| pair[0].0 < pair[1].0), "partitions in order, each once");
+        assert!(parts.iter().all(|(partition, part)| *partition < 4 && part.num_rows() > 0), "no empty parts");
+        assert_eq!(parts.iter().map(|(_, part)| part.num_rows()).sum::<usize>(), 500);
         let mut owner = std::collections::HashMap::new();
         let mut seen_values = Vec::new();
-        for (partition, part) in parts.iter().enumerate() {
+        for (partition, part) in &parts {
             let keys = part.column(0).as_string::<i32>();
             let values = part.column(1).as_primitive::<Int64Type>();
             for row in 0..part.num_rows() {

@@ -25,8 +25,8 @@ pub enum StageInputData {
 /// What one run of a stage produced.
 #[derive(Default)]
 pub struct StageRunOutput {
-    /// One batch per reduce partition when the stage ends in a shuffle (empty ones included).
-    pub blocks: Vec<RecordBatch>,
+    /// The non-empty blocks, by reduce partition, when the stage ends in a shuffle.
+    pub blocks: Vec<(u32, RecordBatch)>,
     /// The rows for the sink when the stage ends in one.
     pub sink_rows: Option<RecordBatch>,
     pub dead_letters: Vec<DeadLetter>,
@@ -139,7 +139,6 @@ impl StagePipeline {
         match &self.output {
             StageOutput::Shuffle { keys, partitions } => {
                 out.blocks = partition_batch(&result, keys, *partitions)?;
-                assert_eq!(out.blocks.len(), *partitions as usize, "one block per reduce partition");
             }
             StageOutput::Sink(_) => out.sink_rows = Some(result),
         }

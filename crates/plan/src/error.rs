@@ -26,6 +26,8 @@ pub enum PlanError {
     Structure { node: NodeRef, reason: String },
     #[error("{node}: option `{field}`: {reason}")]
     InvalidOption { node: NodeRef, field: String, reason: String },
+    #[error("setting `{field}`: {reason}")]
+    InvalidSetting { field: String, reason: String },
     #[error("plan is empty: it needs at least a source and a sink")]
     Empty,
     #[error("job file is not valid: {0}")]

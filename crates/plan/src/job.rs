@@ -10,6 +10,128 @@ use crate::node::Plan;
 pub enum SchedulerKind {
     /// Spark Streaming's behaviour: a message per task, a barrier after every stage.
     Bsp,
+    /// Drizzle's: one message per worker per group of batches, shuffles pre-scheduled.
+    Group,
+}
+
+impl std::str::FromStr for SchedulerKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "bsp" => Ok(SchedulerKind::Bsp),
+            "group" => Ok(SchedulerKind::Group),
+            other => Err(format!("unknown scheduler `{other}` (expected `bsp` or `group`)")),
+        }
+    }
+}
+
+impl std::fmt::Display for SchedulerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SchedulerKind::Bsp => "bsp",
+            SchedulerKind::Group => "group",
+        })
+    }
+}
+
+/// How many batches the group scheduler coordinates at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupSize {
+    Fixed(u32),
+    /// Tuned while the job runs to keep the coordination overhead inside `overhead_bounds`.
+    Auto,
+}
+
+impl std::str::FromStr for GroupSize {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "auto" {
+            return Ok(GroupSize::Auto);
+        }
+        match text.parse::<u32>() {
+            Ok(size) if size >= 1 => Ok(GroupSize::Fixed(size)),
+            _ => Err(format!("group size `{text}` is neither `auto` nor a whole number of batches ≥ 1")),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GroupSize::Fixed(size) => write!(f, "{size}"),
+            GroupSize::Auto => f.write_str("auto"),
+        }
+    }
+}
+
+// In job files a group size is `"auto"` or a number, as on the command line.
+impl Serialize for GroupSize {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            GroupSize::Fixed(size) => serializer.serialize_u32(*size),
+            GroupSize::Auto => serializer.serialize_str("auto"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for GroupSize {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Number(u64),
+            Text(String),
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Number(size) => u32::try_from(size)
+                .ok()
+                .filter(|size| *size >= 1)
+                .map(GroupSize::Fixed)
+                .ok_or_else(|| serde::de::Error::custom(format!("group size {size} is not in 1..=4294967295"))),
+            Written::Text(text) => text.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// The band the automatic group size keeps the coordination overhead in (Drizzle §3.4).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OverheadBounds {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Default for OverheadBounds {
+    fn default() -> Self {
+        OverheadBounds { low: 0.05, high: 0.10 }
+    }
+}
+
+impl OverheadBounds {
+    pub fn check(&self) -> Result<(), String> {
+        let in_unit = |value: f64| (0.0..=1.0).contains(&value);
+        if !(in_unit(self.low) && in_unit(self.high) && self.low < self.high) {
+            return Err(format!("bounds {},{} must satisfy 0 ≤ LOW < HIGH ≤ 1", self.low, self.high));
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for OverheadBounds {
+    type Err = String;
+
+    /// `LOW,HIGH`, as shares of time: `0.05,0.10`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parse = |part: Option<&str>| part.and_then(|part| part.trim().parse::<f64>().ok());
+        let mut parts = text.split(',');
+        let (Some(low), Some(high), None) = (parse(parts.next()), parse(parts.next()), parts.next()) else {
+            return Err(format!("overhead bounds `{text}` are not LOW,HIGH (e.g. 0.05,0.10)"));
+        };
+        let bounds = OverheadBounds { low, high };
+        bounds.check()?;
+        Ok(bounds)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -20,20 +142,68 @@ pub struct JobSettings {
     pub duration_ms: Option<u64>,
     #[serde(default = "default_scheduler")]
     pub scheduler: SchedulerKind,
+    /// Batches per group, for the group scheduler.
+    #[serde(default = "default_group_size")]
+    pub group_size: GroupSize,
+    /// Where `GroupSize::Auto` keeps the coordination overhead.
+    #[serde(default)]
+    pub overhead_bounds: OverheadBounds,
     /// Partial aggregation before an exchange (map-side combine).
     #[serde(default = "default_true")]
     pub combine: bool,
     /// Where workers write dead letters: one file per worker.
     #[serde(default)]
     pub dead_letter_dir: Option<String>,
+    /// Start of batch 0 in ms since the epoch. Default: the next interval boundary a moment
+    /// after submission. A start in the past replays a backlog: every batch already closed
+    /// runs as fast as the cluster allows, then the job follows the clock.
+    #[serde(default)]
+    pub start_ms: Option<i64>,
+}
+
+impl Default for JobSettings {
+    fn default() -> Self {
+        JobSettings {
+            batch_interval_ms: 100,
+            duration_ms: None,
+            scheduler: default_scheduler(),
+            group_size: default_group_size(),
+            overhead_bounds: OverheadBounds::default(),
+            combine: true,
+            dead_letter_dir: None,
+            start_ms: None,
+        }
+    }
 }
 
 fn default_scheduler() -> SchedulerKind {
-    SchedulerKind::Bsp
+    SchedulerKind::Group
+}
+
+fn default_group_size() -> GroupSize {
+    GroupSize::Auto
 }
 
 fn default_true() -> bool {
     true
+}
+
+impl JobSettings {
+    /// Checks the settings; the error names the offending field.
+    pub fn validate(&self) -> Result<(), PlanError> {
+        let invalid = |field: &str, reason: String| PlanError::InvalidSetting { field: field.into(), reason };
+        if self.batch_interval_ms == 0 {
+            return Err(invalid("batch_interval_ms", "must be at least 1".into()));
+        }
+        if self.duration_ms == Some(0) {
+            return Err(invalid("duration_ms", "must be at least 1 when given".into()));
+        }
+        if self.group_size == GroupSize::Fixed(0) {
+            return Err(invalid("group_size", "must be at least 1 or \"auto\"".into()));
+        }
+        self.overhead_bounds.check().map_err(|reason| invalid("overhead_bounds", reason))?;
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,13 +221,57 @@ impl JobFile {
     pub fn from_json(text: &str) -> Result<JobFile, PlanError> {
         let job: JobFile = serde_json::from_str(text).map_err(PlanError::JobFile)?;
         crate::validate::validate(&job.plan)?;
-        if job.settings.batch_interval_ms == 0 {
-            return Err(PlanError::InvalidOption {
-                node: crate::error::NodeRef { index: 0, kind: "settings" },
-                field: "batch_interval_ms".into(),
-                reason: "must be at least 1".into(),
-            });
-        }
+        job.settings.validate()?;
         Ok(job)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_settings(json: &str, expected: Result<(SchedulerKind, GroupSize), &str>) {
+        let parsed = serde_json::from_str::<JobSettings>(json)
+            .map_err(|error| error.to_string())
+            .and_then(|settings| settings.validate().map(|()| settings).map_err(|error| error.to_string()));
+        match (parsed, expected) {
+            (Ok(settings), Ok(expected)) => assert_eq!((settings.scheduler, settings.group_size), expected),
+            (Err(error), Err(fragment)) => assert!(error.contains(fragment), "`{error}` should mention `{fragment}`"),
+            (found, expected) => panic!("{json}: found {found:?}, expected {expected:?}"),
+        }
+    }
+
+    #[test]
+    fn scheduler_and_group_size_parse_with_defaults() {
+        check_settings(r#"{"batch_interval_ms": 10}"#, Ok((SchedulerKind::Group, GroupSize::Auto)));
+        check_settings(
+            r#"{"batch_interval_ms": 10, "scheduler": "bsp", "group_size": 25}"#,
+            Ok((SchedulerKind::Bsp, GroupSize::Fixed(25))),
+        );
+        check_settings(
+            r#"{"batch_interval_ms": 10, "group_size": "auto"}"#,
+            Ok((SchedulerKind::Group, GroupSize::Auto)),
+        );
+        check_settings(r#"{"batch_interval_ms": 10, "group_size": 0}"#, Err("group size 0"));
+        check_settings(r#"{"batch_interval_ms": 10, "group_size": "big"}"#, Err("group size `big`"));
+        check_settings(r#"{"batch_interval_ms": 0}"#, Err("batch_interval_ms"));
+        check_settings(
+            r#"{"batch_interval_ms": 10, "overhead_bounds": {"low": 0.2, "high": 0.1}}"#,
+            Err("overhead_bounds"),
+        );
+    }
+
+    #[test]
+    fn command_line_forms_parse_and_print_back() {
+        assert_eq!("auto".parse::<GroupSize>(), Ok(GroupSize::Auto));
+        assert_eq!("100".parse::<GroupSize>(), Ok(GroupSize::Fixed(100)));
+        assert!("0".parse::<GroupSize>().is_err());
+        assert_eq!(GroupSize::Fixed(7).to_string(), "7");
+        assert_eq!("0.05,0.10".parse::<OverheadBounds>(), Ok(OverheadBounds { low: 0.05, high: 0.10 }));
+        assert!("0.1".parse::<OverheadBounds>().is_err());
+        assert!("0.1,0.05".parse::<OverheadBounds>().is_err());
+        assert!("0.1,0.2,0.3".parse::<OverheadBounds>().is_err());
+        assert_eq!("group".parse::<SchedulerKind>().map(|kind| kind.to_string()), Ok("group".to_string()));
+        assert!("spark".parse::<SchedulerKind>().is_err());
     }
 }

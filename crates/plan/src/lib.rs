@@ -27,7 +27,10 @@ pub mod validate;
 pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};
-pub use job::{JobFile, JobSettings, SchedulerKind};
-pub use node::{AggFunc, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec};
+pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
+pub use node::{
+    AggFunc, Aggregate, Node, NumbersSourceSpec, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec,
+    YsbSourceSpec,
+};
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};

@@ -128,12 +128,14 @@ impl Aggregate {
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum SourceSpec {
     Ysb(YsbSourceSpec),
+    Numbers(NumbersSourceSpec),
 }
 
 impl SourceSpec {
     pub fn partitions(&self) -> u32 {
         match self {
             SourceSpec::Ysb(spec) => spec.partitions,
+            SourceSpec::Numbers(spec) => spec.partitions,
         }
     }
 }
@@ -148,6 +150,18 @@ pub struct YsbSourceSpec {
     /// Share of records replaced by malformed, mistyped or oversized ones.
     #[serde(default)]
     pub bad_fraction: f64,
+}
+
+/// The scheduling micro-benchmarks' source: a pure function of `(seed, partition, time range)`.
+/// Per batch and partition, `numbers_per_batch` pseudo-random integers are summed per key
+/// (`keys` distinct keys), so a task's work is set by this spec alone, never by the batch
+/// interval, and a batch emits at most `keys` small records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NumbersSourceSpec {
+    pub seed: u64,
+    pub partitions: u32,
+    pub numbers_per_batch: u32,
+    pub keys: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -212,6 +212,17 @@ fn check_source(at: &NodeRef, spec: &SourceSpec) -> Result<(), PlanError> {
                 return Err(option(at, "bad_fraction", "must be between 0 and 1"));
             }
         }
+        SourceSpec::Numbers(numbers) => {
+            if numbers.partitions == 0 {
+                return Err(option(at, "partitions", "must be at least 1"));
+            }
+            if numbers.numbers_per_batch == 0 {
+                return Err(option(at, "numbers_per_batch", "must be at least 1"));
+            }
+            if numbers.keys == 0 {
+                return Err(option(at, "keys", "must be at least 1"));
+            }
+        }
     }
     Ok(())
 }

@@ -72,8 +72,8 @@ fn a_plan_survives_the_job_file_round_trip() {
             batch_interval_ms: 100,
             duration_ms: Some(1_000),
             scheduler: SchedulerKind::Bsp,
-            combine: true,
-            dead_letter_dir: None,
+            group_size: GroupSize::Fixed(10),
+            ..JobSettings::default()
         },
     };
     assert_eq!(JobFile::from_json(&job.to_json()).expect("parses"), job);

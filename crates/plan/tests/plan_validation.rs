@@ -74,3 +74,38 @@ fn a_valid_plan_passes() {
     let last = schemas.last().expect("schemas").names();
     assert_eq!(last, ["window_start", "name", "n", "latest"]);
 }
+
+fn numbers(spec: NumbersSourceSpec) -> PlanBuilder {
+    PlanBuilder::source("sched", SourceSpec::Numbers(spec))
+        .decode_json(Schema::new(vec![
+            Field::new("key", DataType::Utf8),
+            Field::new("sum", DataType::Int64),
+            Field::new("time", DataType::Int64),
+        ]))
+        .sink(SinkSpec::Discard)
+}
+
+fn numbers_spec() -> NumbersSourceSpec {
+    NumbersSourceSpec { seed: 1, partitions: 4, numbers_per_batch: 1_000, keys: 16 }
+}
+
+#[test]
+fn a_numbers_source_needs_partitions_numbers_and_keys() {
+    check(numbers(NumbersSourceSpec { partitions: 0, ..numbers_spec() }), &["node 0 (source)", "`partitions`"]);
+    check(
+        numbers(NumbersSourceSpec { numbers_per_batch: 0, ..numbers_spec() }),
+        &["node 0 (source)", "`numbers_per_batch`"],
+    );
+    check(numbers(NumbersSourceSpec { keys: 0, ..numbers_spec() }), &["node 0 (source)", "`keys`"]);
+    numbers(numbers_spec()).build().expect("a numbers source with every count at least 1 is valid");
+}
+
+#[test]
+fn a_numbers_source_reads_as_kind_numbers_in_a_job_file() {
+    let spec: SourceSpec = serde_json::from_str(
+        r#"{"kind": "numbers", "seed": 1, "partitions": 4, "numbers_per_batch": 1000, "keys": 16}"#,
+    )
+    .expect("the documented layout parses");
+    assert_eq!(spec, SourceSpec::Numbers(numbers_spec()));
+    assert_eq!(spec.partitions(), 4);
+}

@@ -19,7 +19,7 @@ pub enum WireError {
     Malformed {
         what: &'static str,
         #[source]
-        source: serde_json::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("data block is not valid Arrow IPC")]
     Ipc(#[source] arrow_schema::ArrowError),

@@ -1,9 +1,11 @@
 //! Every message between sleet processes, and the framing that carries them over TCP.
 //!
 //! ```text
-//!  worker ──Register / TaskFinished──▶ driver ◀──Submit / Stop── client (sleet submit, bench)
-//!  worker ◀─RegisterJob / LaunchTask── driver ──Progress / Finished──▶ client
-//!  worker ──FetchBlocks──▶ worker (peer) ──Data frames (Arrow IPC)──▶ worker
+//!  worker ──Register / Status (batched)──▶ driver ◀──Submit / Stop── client (sleet submit, bench)
+//!  worker ◀─RegisterJob / LaunchGroup──── driver ──Progress / Finished──▶ client
+//!         ◀─(bsp) LaunchTask
+//!  worker ──Announce (block metadata)──▶ worker (peer)
+//!  worker ──Fetch──▶ worker (peer) ──Data frames (Arrow IPC)──▶ worker
 //! ```
 //!
 //! Every connection starts with a `Hello` each way (magic, protocol version, role); after
@@ -14,11 +16,12 @@ pub mod clock;
 pub mod error;
 pub mod frame;
 pub mod ipc;
+pub mod json_text;
 pub mod message;
 
 pub use error::{error_chain, WireError};
 pub use frame::{
-    handshake, read_frame, write_control, write_data, write_frame, Connection, Frame, FrameKind, Role, MAX_FRAME_BYTES,
-    PROTOCOL_VERSION,
+    decode_binary, encode_binary, handshake, read_frame, write_binary, write_control, write_data, write_frame,
+    Connection, Frame, FrameKind, Role, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 pub use message::*;

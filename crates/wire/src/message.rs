@@ -1,5 +1,6 @@
 //! The control messages of sleet, grouped by connection: driver↔worker, client↔driver,
-//! worker↔worker (shuffle fetch). Tasks name a registered stage by id; no plan is re-sent.
+//! worker↔worker (block announcements and shuffle fetches). Tasks name a registered stage by
+//! id; no plan is re-sent.
 
 use serde::{Deserialize, Serialize};
 use sleet_clarity::MonotaskRecord;
@@ -46,9 +47,10 @@ pub struct BlockLocation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskInput {
-    /// A source task reading the range the driver chose.
+    /// A source task reading this range (chosen by the bsp driver, or by the worker itself
+    /// for group-scheduled tasks).
     SourceRange { start_ms: i64, end_ms: i64 },
-    /// A reduce task: every block it reads, with where each lives.
+    /// A reduce task: every non-empty block it reads, with where each lives.
     Shuffle { blocks: Vec<BlockLocation> },
 }
 
@@ -63,6 +65,7 @@ pub struct TaskDescriptor {
 pub struct JobRegistration {
     pub job: JobId,
     pub name: String,
+    #[serde(with = "crate::json_text")]
     pub stages: Vec<StagePlan>,
     pub batch_interval_ms: u64,
     /// Start of batch 0 (ms since the epoch); batch `b` covers `[start + b*T, start + (b+1)*T)`.
@@ -77,7 +80,15 @@ pub enum DriverToWorker {
         worker: WorkerId,
     },
     RegisterJob(JobRegistration),
+    /// bsp: one task, with its input decided by the driver.
     LaunchTask(TaskDescriptor),
+    /// Group scheduling: every task this worker runs for a group of batches.
+    LaunchGroup(GroupLaunch),
+    /// Drop every task of `job` past `last_batch` that has not started (a stop request).
+    Truncate {
+        job: JobId,
+        last_batch: u64,
+    },
     /// Flush sinks, drop the job's state and blocks, then answer `JobEnded`.
     EndJob {
         job: JobId,
@@ -85,20 +96,96 @@ pub enum DriverToWorker {
     Shutdown,
 }
 
+/// One worker's share of a group of batches `first_batch .. first_batch + batch_count`: the
+/// partitions it runs of each stage (downstream stages first, so a worker registers the
+/// tasks that consume blocks before those that produce them) and where every partition of a
+/// shuffle-reading stage lives, so map tasks know whom to announce their blocks to. It
+/// carries no plan and no per-batch entry: its size does not grow with the group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupLaunch {
+    pub job: JobId,
+    pub group: u64,
+    pub first_batch: u64,
+    pub batch_count: u32,
+    pub tasks: Vec<StageTasks>,
+    pub downstream: Vec<StageOwners>,
+}
+
+impl GroupLaunch {
+    pub fn batches(&self) -> std::ops::Range<u64> {
+        self.first_batch..self.first_batch + self.batch_count as u64
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageTasks {
+    pub stage: StageId,
+    pub partitions: Vec<u32>,
+}
+
+/// Who runs each partition of a stage that reads a shuffle; index = partition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageOwners {
+    pub stage: StageId,
+    pub owners: Vec<PartitionOwner>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionOwner {
+    pub worker: WorkerId,
+    /// The owner's shuffle address, where announcements are pushed.
+    pub address: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorkerToDriver {
-    Register { name: String, shuffle_address: String, cores: u32, pid: u32 },
-    TaskFinished(TaskReport),
-    JobEnded { job: JobId },
+    Register {
+        name: String,
+        shuffle_address: String,
+        cores: u32,
+        pid: u32,
+    },
+    /// Asynchronous, batched progress: whatever finished since the previous status.
+    Status(StatusBatch),
+    JobEnded {
+        job: JobId,
+    },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StatusBatch {
+    /// Groups registered since the last status; always before the reports of their tasks.
+    pub registered: Vec<GroupRegistered>,
+    pub reports: Vec<TaskReport>,
+}
+
+/// A worker took a group's tasks into its local scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupRegistered {
+    pub job: JobId,
+    pub group: u64,
+    /// Decoding the launch message and registering its tasks.
+    pub register_us: i64,
+    /// How long source partitions sat idle with their batch closed because this group's
+    /// tasks had not arrived yet: time lost waiting for coordination, summed over partitions.
+    pub coordination_wait_us: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskReport {
     pub task: TaskId,
     pub worker: WorkerId,
+    /// The group the task was launched in; `None` under bsp.
+    pub group: Option<u64>,
     pub outcome: TaskOutcome,
     pub monotasks: Vec<MonotaskRecord>,
+    /// When the local scheduler started the task and when its last step ended (µs since the
+    /// epoch, worker clock).
+    #[serde(default)]
+    pub started_at_us: i64,
+    #[serde(default)]
+    pub finished_at_us: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -115,6 +202,7 @@ pub struct BlockMeta {
     pub bytes: u64,
 }
 
+/// What a task did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskStats {
     /// The source range actually read (the batch log), for source tasks.
@@ -164,15 +252,27 @@ pub struct JobProgress {
     pub window_latency_ms_p99: Option<f64>,
     /// How far the last finished batch ended behind its scheduled end.
     pub lag_ms: i64,
+    /// Group scheduling: the current group size and the latest smoothed overhead.
+    #[serde(default)]
+    pub group_size: Option<u32>,
+    #[serde(default)]
+    pub overhead: Option<f64>,
 }
 
 /// One batch as the driver saw it; times in ms since the epoch.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {
     pub batch: u64,
+    /// The group it ran in; `None` under bsp.
+    #[serde(default)]
+    pub group: Option<u64>,
     pub scheduled_end_ms: i64,
+    /// bsp: when the driver sent its first task; group: when a worker started its first task.
     pub launched_at_ms: i64,
     pub finished_at_ms: i64,
+    /// When its last task ended on its worker, in µs: sub-millisecond batches need it.
+    #[serde(default)]
+    pub finished_at_us: i64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub map_stage_ms: f64,
@@ -197,14 +297,98 @@ pub struct JobSummary {
     pub window_latencies_ms: Vec<i64>,
     /// Busy and queued time per monotask kind and resource, over the whole job.
     pub monotask_summary: std::collections::BTreeMap<String, sleet_clarity::ResourceSummary>,
+    #[serde(default)]
+    pub scheduler: String,
+    /// When the driver sent the job's first task or group (µs since the epoch).
+    #[serde(default)]
+    pub first_launch_at_us: i64,
+    /// Messages the driver sent to workers to launch work: one per task under bsp, one per
+    /// worker per group under group scheduling.
+    #[serde(default)]
+    pub launch_messages: u64,
+    /// The most recent groups, in order (group scheduling only).
+    #[serde(default)]
+    pub groups: Vec<GroupRecord>,
 }
 
+/// One group as the driver saw it: its size and what coordinating it cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupRecord {
+    pub group: u64,
+    pub first_batch: u64,
+    pub size: u32,
+    pub sent_at_ms: i64,
+    pub completed_at_ms: i64,
+    /// The driver deciding and sending the group.
+    pub schedule_us: i64,
+    /// Workers decoding and registering it, summed.
+    pub register_us: i64,
+    /// The driver decoding and handling its status messages.
+    #[serde(default)]
+    pub status_us: i64,
+    /// Source partitions idle for want of the group's tasks, summed.
+    pub coordination_wait_us: i64,
+    /// Monotask run time of the group's tasks, summed: the work coordination serves.
+    pub execute_us: i64,
+    /// Coordination ÷ (coordination + execution) over this group.
+    pub overhead: f64,
+    /// The exponential average the size controller acted on, when the size is automatic.
+    pub overhead_average: Option<f64>,
+}
+
+/// What one worker sends another over a peer connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FetchRequest {
-    pub blocks: Vec<BlockId>,
+#[serde(rename_all = "snake_case")]
+pub enum PeerRequest {
+    /// Answered by one data frame per block, in order.
+    Fetch { blocks: Vec<BlockId> },
+    /// Pushed metadata, as many announcements as were queued; not answered.
+    Announce(Vec<BlocksAnnounced>),
 }
 
-/// Header of each data frame answering a `FetchRequest`; the body is Arrow IPC stream bytes.
+/// A map task's output for the reduce partitions one worker owns: pushed by the map side as
+/// soon as the task ends, so the reduce tasks become ready without asking the driver. Empty
+/// outputs are announced too (rows 0): a reducer counts one announcement per map partition
+/// and would otherwise wait forever for a partition that produced nothing for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BlocksAnnounced {
+    pub map_task: TaskId,
+    pub reduce_stage: StageId,
+    pub holder: WorkerId,
+    /// The holder's shuffle address, where the blocks are pulled from.
+    pub holder_address: String,
+    pub blocks: Vec<BlockMeta>,
+}
+
+impl BlocksAnnounced {
+    /// The reduce task each entry feeds and, for a non-empty block, where to pull it.
+    pub fn inputs(&self) -> impl Iterator<Item = (TaskId, Option<BlockLocation>)> + '_ {
+        self.blocks.iter().map(move |meta| {
+            let reduce_task = TaskId {
+                job: self.map_task.job,
+                stage: self.reduce_stage,
+                partition: meta.reduce_partition,
+                batch: self.map_task.batch,
+            };
+            let location = (meta.rows > 0).then(|| BlockLocation {
+                block: BlockId {
+                    job: self.map_task.job,
+                    stage: self.map_task.stage,
+                    map_partition: self.map_task.partition,
+                    batch: self.map_task.batch,
+                    reduce_partition: meta.reduce_partition,
+                },
+                worker: self.holder,
+                address: self.holder_address.clone(),
+                rows: meta.rows,
+                bytes: meta.bytes,
+            });
+            (reduce_task, location)
+        })
+    }
+}
+
+/// Header of each data frame answering a `PeerRequest::Fetch`; the body is Arrow IPC stream bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FetchedBlock {

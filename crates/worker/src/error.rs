@@ -16,6 +16,9 @@ pub enum WorkerError {
         #[source]
         source: WireError,
     },
+    /// The queue towards a peer is closed: its connection failed, so it may have died.
+    #[error("announcing blocks to worker {worker} at {address} failed")]
+    Announce { worker: sleet_wire::WorkerId, address: String },
     #[error("block {0:?} is not on the worker that was said to hold it")]
     MissingBlock(BlockId),
     #[error("connection to the driver failed")]

@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use sleet_connectors::dead_letter::DeadLetterWriter;
+use sleet_connectors::generator::Generator;
 use sleet_connectors::sink::JsonLinesSink;
-use sleet_connectors::ysb::YsbGenerator;
 use sleet_exec::pipeline::StagePipeline;
-use sleet_plan::{SinkSpec, SourceSpec, StageId, StagePlan, TableSpec};
+use sleet_plan::{SinkSpec, SourceSpec, StageId, StageInput, StagePlan, TableSpec};
+use sleet_wire::clock::now_us;
 use sleet_wire::JobRegistration;
 
 use crate::error::WorkerError;
@@ -19,8 +20,10 @@ type Slot = (StageId, u32);
 
 pub struct JobRuntime {
     pub registration: JobRegistration,
+    /// When this worker took the job in (µs): before it, no partition could wait for work.
+    pub registered_at_us: i64,
     pipelines: Mutex<HashMap<Slot, Arc<Mutex<StagePipeline>>>>,
-    generators: Mutex<HashMap<u32, Arc<YsbGenerator>>>,
+    generators: Mutex<HashMap<u32, Arc<Generator>>>,
     tables: Mutex<HashMap<String, RecordBatch>>,
     sinks: Mutex<HashMap<Slot, Arc<Mutex<JsonLinesSink>>>>,
     dead_letters: Mutex<HashMap<Slot, Arc<Mutex<DeadLetterWriter>>>>,
@@ -30,6 +33,7 @@ impl JobRuntime {
     pub fn new(registration: JobRegistration) -> Self {
         JobRuntime {
             registration,
+            registered_at_us: now_us(),
             pipelines: Mutex::default(),
             generators: Mutex::default(),
             tables: Mutex::default(),
@@ -43,6 +47,14 @@ impl JobRuntime {
             .stages
             .get(id.0 as usize)
             .ok_or_else(|| WorkerError::Internal(format!("job {} has no {id}", self.registration.job)))
+    }
+
+    /// The stage that reads `id`'s shuffle output, if any.
+    pub fn consumer_of(&self, id: StageId) -> Option<StageId> {
+        self.registration.stages.iter().find_map(|stage| match stage.input {
+            StageInput::Shuffle { from_stage, .. } if from_stage == id => Some(stage.id),
+            _ => None,
+        })
     }
 
     /// Stateful stages keep their pipeline between batches; a stage runs in batch order.
@@ -69,10 +81,9 @@ impl JobRuntime {
         tables.entry(key).or_insert_with(|| sleet_connectors::table::load_table(spec)).clone()
     }
 
-    pub fn generator(&self, spec: &SourceSpec, partition: u32) -> Arc<YsbGenerator> {
-        let SourceSpec::Ysb(ysb) = spec;
+    pub fn generator(&self, spec: &SourceSpec, partition: u32) -> Arc<Generator> {
         let mut generators = self.generators.lock().expect("generators lock");
-        Arc::clone(generators.entry(partition).or_insert_with(|| Arc::new(YsbGenerator::new(ysb, partition))))
+        Arc::clone(generators.entry(partition).or_insert_with(|| Arc::new(Generator::new(spec, partition))))
     }
 
     pub fn sink(

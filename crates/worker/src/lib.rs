@@ -1,12 +1,15 @@
 //! The worker runtime: a process that runs tasks as monotask DAGs and serves shuffle blocks.
 //!
 //! ```text
-//!  driver ──LaunchTask──▶ runtime ──▶ local_scheduler (ready?) ──▶ task: monotask DAG
-//!                                                                  │ cpu pool │ net │ disk │
-//!            TaskFinished + monotask records ◀────────────────────┘
-//!  map output ──▶ block_store ◀──fetch── shuffle service ◀── reducers on other workers
+//!  driver ──LaunchGroup / LaunchTask──▶ runtime ──▶ local_scheduler (ready?) ──▶ task: monotask DAG
+//!                                          ▲                                   │ cpu pool │ net │ disk │
+//!        announcements (push metadata) ────┘                                   │
+//!  driver ◀── Status (batched reports) ◀── status writer ◀─────────────────────┤
+//!  peers  ◀── BlocksAnnounced ◀── announce ◀── map output ──▶ block_store      │
+//!  map output ──▶ block_store ◀──fetch (pull data)── reducers on other workers ◀┘
 //! ```
 
+pub mod announce;
 pub mod block_store;
 pub mod error;
 pub mod job;
@@ -14,7 +17,9 @@ pub mod local_scheduler;
 pub mod pool;
 pub mod runtime;
 pub mod shuffle;
+pub mod status;
 pub mod task;
+pub mod turn;
 
 pub use error::WorkerError;
 pub use runtime::{run, WorkerConfig};

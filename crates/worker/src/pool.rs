@@ -64,20 +64,50 @@ impl ResourcePool {
         let job: Job = Box::new(move || {
             let started_at_us = now_us();
             let measured = body();
-            let record = MonotaskRecord {
-                kind,
-                resource: kind.resource(),
-                bytes: measured.bytes,
-                queued_at_us,
-                started_at_us,
-                finished_at_us: now_us(),
-            };
+            let record = finished_record(kind, measured.bytes, queued_at_us, started_at_us);
             drop(permit);
             let _ = done_tx.send((measured.value, record));
         });
         self.sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
         done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
     }
+
+    /// Runs `first`, then `second` on its output, as two monotasks of this resource on one
+    /// thread: the second is queued the moment the first ends and starts at once. Each keeps
+    /// its own record. One dispatch instead of two saves a round trip between threads, which
+    /// for a tiny task costs more than its work; the price is that the second monotask does
+    /// not queue behind monotasks submitted while the first ran.
+    pub async fn run_chain<A: Send + 'static, B: Send + 'static>(
+        &self,
+        first_kind: MonotaskKind,
+        first: impl FnOnce() -> Measured<A> + Send + 'static,
+        second_kind: MonotaskKind,
+        second: impl FnOnce(A) -> Measured<B> + Send + 'static,
+    ) -> (B, [MonotaskRecord; 2]) {
+        assert_eq!(first_kind.resource(), second_kind.resource(), "a chain stays on one resource");
+        let queued_at_us = now_us();
+        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("pool semaphore is never closed");
+        let (done_tx, done_rx) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let started_at_us = now_us();
+            let measured = first();
+            let first_record = finished_record(first_kind, measured.bytes, queued_at_us, started_at_us);
+            let second_started_us = now_us();
+            let output = second(measured.value);
+            // The second monotask was ready the moment the first ended.
+            let second_record =
+                finished_record(second_kind, output.bytes, first_record.finished_at_us, second_started_us);
+            drop(permit);
+            let _ = done_tx.send((output.value, [first_record, second_record]));
+        });
+        self.sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
+        done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
+    }
+}
+
+/// The record of a monotask that has just finished.
+fn finished_record(kind: MonotaskKind, bytes: u64, queued_at_us: i64, started_at_us: i64) -> MonotaskRecord {
+    MonotaskRecord { kind, resource: kind.resource(), bytes, queued_at_us, started_at_us, finished_at_us: now_us() }
 }
 
 #[cfg(test)]
@@ -96,5 +126,27 @@ mod tests {
         assert_eq!(record.bytes, 42);
         assert!(record.queued_at_us <= record.started_at_us);
         assert!(record.run_us() >= 5_000, "run time {} us covers the sleep", record.run_us());
+    }
+
+    #[test]
+    fn a_chain_records_two_monotasks_back_to_back() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let pool = ResourcePool::new("cpu", 1, 4);
+        let (value, [first, second]) = runtime.block_on(pool.run_chain(
+            MonotaskKind::SourceRead,
+            || Measured { value: 20, bytes: 3 },
+            MonotaskKind::MapCompute,
+            |input: i32| {
+                thread::sleep(std::time::Duration::from_millis(2));
+                Measured { value: input + 1, bytes: 5 }
+            },
+        ));
+        assert_eq!(value, 21);
+        assert_eq!(
+            (first.kind, first.bytes, second.kind, second.bytes),
+            (MonotaskKind::SourceRead, 3, MonotaskKind::MapCompute, 5)
+        );
+        assert_eq!(second.queued_at_us, first.finished_at_us, "the second is queued when the first ends");
+        assert!(second.started_at_us >= second.queued_at_us && second.run_us() >= 2_000);
     }
 }

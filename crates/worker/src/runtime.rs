@@ -1,24 +1,31 @@
-//! The worker's async shell: registers with the driver, receives jobs and tasks, hands tasks
-//! to the local scheduler, launches the ready ones and reports each completion.
+//! The worker's async shell: registers with the driver, receives jobs, groups and tasks,
+//! hands tasks to the local scheduler, launches the ready ones and reports each completion.
+//! Every decision about *when* a task runs lives in `local_scheduler`; this file only moves
+//! events in and tasks out.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sleet_wire::clock::now_ms;
+use sleet_plan::{StageId, StageInput, StageOutput};
+use sleet_wire::clock::{now_ms, now_us};
 use sleet_wire::{
-    Connection, DriverToWorker, JobId, Role, TaskDescriptor, TaskId, TaskInput, TaskReport, WorkerToDriver,
+    BlockLocation, BlocksAnnounced, Connection, DriverToWorker, GroupLaunch, GroupRegistered, JobId, Role,
+    TaskDescriptor, TaskId, TaskInput, TaskOutcome, TaskReport, WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
+use crate::announce::{Announcer, Downstream};
 use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 use crate::job::JobRuntime;
-use crate::local_scheduler::{LocalScheduler, PendingTask};
+use crate::local_scheduler::{Announced, LocalScheduler, PendingTask, ReadyTask};
 use crate::pool::ResourcePool;
 use crate::shuffle::{self, ShuffleClient};
+use crate::status::{write_to_driver, Outgoing};
 use crate::task::{run_task, WorkerContext};
+use crate::turn::StateTurn;
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -36,13 +43,48 @@ const OUTBOX_LEN_MAX: usize = 4096;
 /// Bound on events queued towards the local scheduler; a full queue slows the driver's
 /// connection, which is the backpressure the driver sees.
 const SCHEDULER_QUEUE_LEN_MAX: usize = 65_536;
+/// Bound on announcement frames queued towards the local scheduler; a full queue slows the
+/// peers that push them.
+const ANNOUNCEMENT_QUEUE_LEN_MAX: usize = 65_536;
 /// Bound on monotasks queued per resource.
 const MONOTASK_QUEUE_LEN_MAX: usize = 1024;
 
 enum SchedulerEvent {
+    /// bsp: one task whose input the driver decided.
     Task(Arc<JobRuntime>, TaskDescriptor),
-    Finished(TaskId),
+    Group {
+        job: Arc<JobRuntime>,
+        launch: GroupLaunch,
+        decode_us: i64,
+    },
+    Finished {
+        task: TaskId,
+        source: bool,
+        finished_at_us: i64,
+    },
+    Truncate {
+        job: JobId,
+        last_batch: u64,
+    },
     ForgetJob(JobId),
+}
+
+/// What the runtime keeps with a task while it waits in the local scheduler.
+struct TaskPlan {
+    job: Arc<JobRuntime>,
+    group: Option<u64>,
+    input: PlannedInput,
+    /// For a map task of a group: whom to announce its blocks to.
+    announce_to: Option<Arc<Downstream>>,
+}
+
+enum PlannedInput {
+    /// Decided by the driver (bsp).
+    Given(TaskInput),
+    /// A source task reads its own batch's range, decided here.
+    OwnBatch,
+    /// A reduce task reads what its map partitions announced.
+    Announced,
 }
 
 /// Runs until the driver says `Shutdown` or goes away.
@@ -50,11 +92,12 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let listener = TcpListener::bind(&config.shuffle_listen).await?;
     let shuffle_address = listener.local_addr()?.to_string();
     let store = Arc::new(BlockStore::default());
-    tokio::spawn(shuffle::serve(listener, Arc::clone(&store)));
+    let (announced_tx, announced_rx) = mpsc::channel::<Vec<BlocksAnnounced>>(ANNOUNCEMENT_QUEUE_LEN_MAX);
+    tokio::spawn(shuffle::serve(listener, Arc::clone(&store), announced_tx.clone()));
 
     let mut connection = Connection::connect(&config.driver_address, Role::Worker).await?;
     connection
-        .send(&WorkerToDriver::Register {
+        .send_binary(&WorkerToDriver::Register {
             name: config.name.clone(),
             shuffle_address: shuffle_address.clone(),
             cores: config.cores,
@@ -62,35 +105,36 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
         })
         .await?;
     let welcome = connection.recv().await?.ok_or(sleet_wire::WireError::Truncated)?;
-    let DriverToWorker::Welcome { worker } = welcome.control("welcome")? else {
+    let DriverToWorker::Welcome { worker } = welcome.binary("welcome")? else {
         return Err(WorkerError::Internal("the driver did not answer the registration with a welcome".into()));
     };
     eprintln!("sleet worker {worker}: registered with {} (shuffle on {shuffle_address})", config.driver_address);
 
     let ctx = Arc::new(WorkerContext {
         worker,
-        shuffle_address,
+        shuffle_address: shuffle_address.clone(),
         cpu: ResourcePool::new("cpu", config.cores.max(1) as usize, MONOTASK_QUEUE_LEN_MAX),
         disk: ResourcePool::new("disk", 1, MONOTASK_QUEUE_LEN_MAX),
         net: Arc::new(Semaphore::new(config.fetches_in_flight_max.max(1))),
         store,
         shuffle: Arc::new(ShuffleClient::default()),
+        announcer: Announcer::new(worker, shuffle_address, announced_tx),
     });
 
-    let (mut reader, mut writer) = connection.into_split();
-    let (outbox, mut outbox_rx) = mpsc::channel::<WorkerToDriver>(OUTBOX_LEN_MAX);
-    let writer_task = tokio::spawn(async move {
-        while let Some(message) = outbox_rx.recv().await {
-            sleet_wire::write_control(&mut writer, &message).await?;
-            if outbox_rx.is_empty() {
-                tokio::io::AsyncWriteExt::flush(&mut writer).await?;
-            }
-        }
-        Ok::<(), sleet_wire::WireError>(())
-    });
+    let (mut reader, writer) = connection.into_split();
+    let (outgoing, outgoing_rx) = mpsc::channel::<Outgoing>(OUTBOX_LEN_MAX);
+    let writer_task = tokio::spawn(write_to_driver(writer, outgoing_rx));
 
     let (events, events_rx) = mpsc::channel::<SchedulerEvent>(SCHEDULER_QUEUE_LEN_MAX);
-    tokio::spawn(scheduler_loop(Arc::clone(&ctx), events_rx, events.clone(), outbox.clone()));
+    let shell = SchedulerShell {
+        ctx: Arc::clone(&ctx),
+        scheduler: LocalScheduler::default(),
+        events: events.clone(),
+        outgoing: outgoing.clone(),
+        source_slots: HashMap::new(),
+        turns: HashMap::new(),
+    };
+    tokio::spawn(shell.run(events_rx, announced_rx));
 
     let mut jobs: HashMap<JobId, Arc<JobRuntime>> = HashMap::new();
     loop {
@@ -98,25 +142,41 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
             eprintln!("sleet worker {worker}: the driver closed the connection; exiting");
             break;
         };
-        match frame.control::<DriverToWorker>("driver message")? {
+        let decode_started_us = now_us();
+        let message = frame.binary::<DriverToWorker>("driver message")?;
+        let decode_us = now_us() - decode_started_us;
+        match message {
             DriverToWorker::Welcome { .. } => {}
             DriverToWorker::RegisterJob(registration) => {
                 jobs.insert(registration.job, Arc::new(JobRuntime::new(registration)));
             }
-            DriverToWorker::LaunchTask(descriptor) => {
-                let Some(job) = jobs.get(&descriptor.task.job) else {
-                    let report = TaskReport {
-                        task: descriptor.task,
-                        worker,
-                        outcome: sleet_wire::TaskOutcome::Failed {
-                            reason: WorkerError::UnknownJob(descriptor.task.job).to_string(),
-                        },
-                        monotasks: Vec::new(),
+            DriverToWorker::LaunchTask(descriptor) => match jobs.get(&descriptor.task.job) {
+                Some(job) => {
+                    let _ = events.send(SchedulerEvent::Task(Arc::clone(job), descriptor)).await;
+                }
+                None => report_unknown_job(&outgoing, worker, descriptor.task, None).await,
+            },
+            DriverToWorker::LaunchGroup(launch) => match jobs.get(&launch.job) {
+                Some(job) => {
+                    let job = Arc::clone(job);
+                    let _ = events.send(SchedulerEvent::Group { job, launch, decode_us }).await;
+                }
+                None => {
+                    let Some(first) = launch.tasks.first().and_then(|stage| {
+                        stage.partitions.first().map(|partition| TaskId {
+                            job: launch.job,
+                            stage: stage.stage,
+                            partition: *partition,
+                            batch: launch.first_batch,
+                        })
+                    }) else {
+                        continue;
                     };
-                    let _ = outbox.send(WorkerToDriver::TaskFinished(report)).await;
-                    continue;
-                };
-                let _ = events.send(SchedulerEvent::Task(Arc::clone(job), descriptor)).await;
+                    report_unknown_job(&outgoing, worker, first, Some(launch.group)).await;
+                }
+            },
+            DriverToWorker::Truncate { job, last_batch } => {
+                let _ = events.send(SchedulerEvent::Truncate { job, last_batch }).await;
             }
             DriverToWorker::EndJob { job } => {
                 if let Some(runtime) = jobs.remove(&job) {
@@ -126,7 +186,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
                 }
                 ctx.store.drop_job(job);
                 let _ = events.send(SchedulerEvent::ForgetJob(job)).await;
-                let _ = outbox.send(WorkerToDriver::JobEnded { job }).await;
+                let _ = outgoing.send(Outgoing::Message(WorkerToDriver::JobEnded { job })).await;
             }
             DriverToWorker::Shutdown => {
                 eprintln!("sleet worker {worker}: shutting down at the driver's request");
@@ -137,56 +197,270 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     for job in jobs.values() {
         let _ = job.flush();
     }
-    drop(outbox);
+    drop(outgoing);
+    drop(events);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer_task).await;
     Ok(())
 }
 
-async fn scheduler_loop(
+async fn report_unknown_job(outgoing: &mpsc::Sender<Outgoing>, worker: u32, task: TaskId, group: Option<u64>) {
+    let report = TaskReport {
+        task,
+        worker,
+        group,
+        outcome: TaskOutcome::Failed { reason: WorkerError::UnknownJob(task.job).to_string() },
+        monotasks: Vec::new(),
+        started_at_us: now_us(),
+        finished_at_us: now_us(),
+    };
+    let _ = outgoing.send(Outgoing::Report(report)).await;
+}
+
+/// The last batch a source partition finished here, and when: the start of its idle time.
+#[derive(Debug, Clone, Copy)]
+struct SourceSlot {
+    finished_batch: u64,
+    finished_at_us: i64,
+    running: bool,
+}
+
+struct SchedulerShell {
     ctx: Arc<WorkerContext>,
-    mut events_rx: mpsc::Receiver<SchedulerEvent>,
+    scheduler: LocalScheduler<TaskPlan, Option<BlockLocation>>,
     events: mpsc::Sender<SchedulerEvent>,
-    outbox: mpsc::Sender<WorkerToDriver>,
-) {
-    let mut scheduler: LocalScheduler<(Arc<JobRuntime>, TaskDescriptor)> = LocalScheduler::default();
-    loop {
-        for ready in scheduler.take_ready(now_ms()) {
-            let (job, descriptor) = ready.payload;
-            let (ctx, events, outbox) = (Arc::clone(&ctx), events.clone(), outbox.clone());
-            tokio::spawn(async move {
-                let task = descriptor.task;
-                let report = run_task(ctx, job, descriptor).await;
-                let _ = events.send(SchedulerEvent::Finished(task)).await;
-                let _ = outbox.send(WorkerToDriver::TaskFinished(report)).await;
-            });
+    outgoing: mpsc::Sender<Outgoing>,
+    source_slots: HashMap<(JobId, StageId, u32), SourceSlot>,
+    /// The state turn of every stateful partition that has run here.
+    turns: HashMap<(JobId, StageId, u32), Arc<StateTurn>>,
+}
+
+impl SchedulerShell {
+    async fn run(
+        mut self,
+        mut events_rx: mpsc::Receiver<SchedulerEvent>,
+        mut announced_rx: mpsc::Receiver<Vec<BlocksAnnounced>>,
+    ) {
+        loop {
+            for ready in self.scheduler.take_ready(now_ms()) {
+                self.launch(ready);
+            }
+            let wait = self
+                .scheduler
+                .next_wakeup_ms()
+                .map(|at| Duration::from_millis((at - now_ms()).max(0) as u64))
+                .unwrap_or(Duration::from_secs(3600));
+            tokio::select! {
+                event = events_rx.recv() => match event {
+                    Some(event) => self.handle(event).await,
+                    None => return,
+                },
+                announcements = announced_rx.recv() => match announcements {
+                    Some(announcements) => {
+                        for announcement in announcements {
+                            self.take_announcement(announcement);
+                        }
+                    }
+                    None => return,
+                },
+                _ = tokio::time::sleep(wait) => {}
+            }
         }
-        let wait = scheduler
-            .next_wakeup_ms()
-            .map(|at| Duration::from_millis((at - now_ms()).max(0) as u64))
-            .unwrap_or(Duration::from_secs(3600));
-        let event = tokio::select! {
-            event = events_rx.recv() => event,
-            _ = tokio::time::sleep(wait) => continue,
-        };
+    }
+
+    async fn handle(&mut self, event: SchedulerEvent) {
         match event {
-            None => return,
-            Some(SchedulerEvent::Task(job, descriptor)) => {
-                let (not_before_ms, inputs_missing) = match &descriptor.input {
-                    TaskInput::SourceRange { end_ms, .. } => (Some(*end_ms), 0),
+            SchedulerEvent::Task(job, descriptor) => {
+                let not_before_ms = match &descriptor.input {
+                    TaskInput::SourceRange { end_ms, .. } => Some(*end_ms),
                     // The bsp driver hands a reduce task every block location at once.
-                    TaskInput::Shuffle { .. } => (None, 0),
+                    TaskInput::Shuffle { .. } => None,
                 };
                 let ordered = job.is_stateful(descriptor.task.stage);
-                scheduler.submit(PendingTask {
-                    task: descriptor.task,
-                    not_before_ms,
-                    inputs_missing,
-                    ordered,
-                    payload: (job, descriptor),
-                });
+                let task = descriptor.task;
+                let plan =
+                    TaskPlan { job, group: None, input: PlannedInput::Given(descriptor.input), announce_to: None };
+                self.scheduler.submit(PendingTask { task, not_before_ms, inputs_expected: 0, ordered, payload: plan });
             }
-            Some(SchedulerEvent::Finished(task)) => scheduler.finished(&task),
-            Some(SchedulerEvent::ForgetJob(job)) => scheduler.forget_job(job),
+            SchedulerEvent::Group { job, launch, decode_us } => self.register_group(job, launch, decode_us).await,
+            SchedulerEvent::Finished { task, source, finished_at_us } => {
+                self.scheduler.finished(&task);
+                if source {
+                    let slot = self.source_slots.entry((task.job, task.stage, task.partition)).or_insert(SourceSlot {
+                        finished_batch: task.batch,
+                        finished_at_us,
+                        running: false,
+                    });
+                    if task.batch >= slot.finished_batch {
+                        *slot = SourceSlot { finished_batch: task.batch, finished_at_us, running: false };
+                    }
+                }
+            }
+            SchedulerEvent::Truncate { job, last_batch } => self.scheduler.truncate(job, last_batch),
+            SchedulerEvent::ForgetJob(job) => {
+                self.scheduler.forget_job(job);
+                self.source_slots.retain(|slot, _| slot.0 != job);
+                self.turns.retain(|slot, _| slot.0 != job);
+            }
         }
+    }
+
+    fn take_announcement(&mut self, announcement: BlocksAnnounced) {
+        let map_partition = announcement.map_task.partition;
+        for (reduce_task, location) in announcement.inputs() {
+            if self.scheduler.announce(&reduce_task, map_partition, location) == Announced::Overflow {
+                eprintln!(
+                    "sleet worker {}: dropped an announcement for {reduce_task}: too many for tasks that never arrived",
+                    self.ctx.worker
+                );
+            }
+        }
+    }
+
+    /// Takes a group's tasks in (downstream stages first, as the launch lists them) and
+    /// reports the registration with what coordinating it cost here.
+    async fn register_group(&mut self, job: Arc<JobRuntime>, launch: GroupLaunch, decode_us: i64) {
+        let started_us = now_us();
+        let owners: HashMap<StageId, Arc<Downstream>> = launch
+            .downstream
+            .iter()
+            .map(|stage| {
+                (stage.stage, Arc::new(Downstream { reduce_stage: stage.stage, owners: stage.owners.clone() }))
+            })
+            .collect();
+        let mut idle_source_slots = Vec::new();
+        let mut tasks_taken = 0;
+        for stage_tasks in &launch.tasks {
+            let stage = match job.stage(stage_tasks.stage) {
+                Ok(stage) => stage,
+                Err(error) => {
+                    eprintln!(
+                        "sleet worker {}: group {} names {}: {error}",
+                        self.ctx.worker, launch.group, stage_tasks.stage
+                    );
+                    continue;
+                }
+            };
+            let announce_to = match stage.output {
+                StageOutput::Shuffle { .. } => {
+                    job.consumer_of(stage.id).and_then(|consumer| owners.get(&consumer).cloned())
+                }
+                StageOutput::Sink(_) => None,
+            };
+            let is_source = matches!(stage.input, StageInput::Source(_));
+            let inputs_expected = match stage.input {
+                StageInput::Source(_) => 0,
+                StageInput::Shuffle { map_partitions, .. } => map_partitions as usize,
+            };
+            let ordered = job.is_stateful(stage.id);
+            for &partition in &stage_tasks.partitions {
+                if is_source {
+                    idle_source_slots.push((stage.id, partition));
+                }
+                for batch in launch.batches() {
+                    let task = TaskId { job: launch.job, stage: stage.id, partition, batch };
+                    let not_before_ms = is_source.then(|| job.batch_range_ms(batch).1);
+                    let input = if is_source { PlannedInput::OwnBatch } else { PlannedInput::Announced };
+                    let plan = TaskPlan {
+                        job: Arc::clone(&job),
+                        group: Some(launch.group),
+                        input,
+                        announce_to: announce_to.clone(),
+                    };
+                    if self.scheduler.submit(PendingTask {
+                        task,
+                        not_before_ms,
+                        inputs_expected,
+                        ordered,
+                        payload: plan,
+                    }) {
+                        tasks_taken += 1;
+                    }
+                }
+            }
+        }
+        let registered_us = now_us();
+        let coordination_wait_us = idle_source_slots
+            .into_iter()
+            .map(|(stage, partition)| self.coordination_wait_us(&job, &launch, stage, partition, registered_us))
+            .sum();
+        let registered = GroupRegistered {
+            job: launch.job,
+            group: launch.group,
+            register_us: decode_us + (registered_us - started_us),
+            coordination_wait_us,
+        };
+        // The driver closes a group only with every registration in, so this one must not be
+        // dropped: a full queue makes the scheduler wait instead.
+        let _ = self.outgoing.send(Outgoing::Registered { registered, tasks: tasks_taken }).await;
+    }
+
+    /// How long a source partition sat with the group's first batch closed and nothing else
+    /// to run, for want of this group's tasks. Zero when the group arrived in time or the
+    /// partition was still busy with an earlier batch.
+    fn coordination_wait_us(
+        &self,
+        job: &JobRuntime,
+        launch: &GroupLaunch,
+        stage: StageId,
+        partition: u32,
+        registered_us: i64,
+    ) -> i64 {
+        let first = TaskId { job: launch.job, stage, partition, batch: launch.first_batch };
+        if self.scheduler.has_earlier(&first) {
+            return 0;
+        }
+        let idle_since_us = match self.source_slots.get(&(launch.job, stage, partition)) {
+            None => job.registered_at_us,
+            Some(slot) if !slot.running && slot.finished_batch + 1 == launch.first_batch => slot.finished_at_us,
+            Some(_) => return 0,
+        };
+        let closed_at_us = job.batch_range_ms(launch.first_batch).1 * 1000;
+        (registered_us - idle_since_us.max(closed_at_us)).max(0)
+    }
+
+    fn launch(&mut self, ready: ReadyTask<TaskPlan, Option<BlockLocation>>) {
+        let ReadyTask { task, payload: plan, inputs } = ready;
+        let source = matches!(plan.input, PlannedInput::OwnBatch)
+            || matches!(plan.input, PlannedInput::Given(TaskInput::SourceRange { .. }));
+        let input = match plan.input {
+            PlannedInput::Given(input) => input,
+            PlannedInput::OwnBatch => {
+                let (start_ms, end_ms) = plan.job.batch_range_ms(task.batch);
+                TaskInput::SourceRange { start_ms, end_ms }
+            }
+            PlannedInput::Announced => {
+                TaskInput::Shuffle { blocks: inputs.into_iter().filter_map(|(_, location)| location).collect() }
+            }
+        };
+        if source {
+            if let Some(slot) = self.source_slots.get_mut(&(task.job, task.stage, task.partition)) {
+                slot.running = true;
+            }
+        }
+        let (ctx, events, outgoing) = (Arc::clone(&self.ctx), self.events.clone(), self.outgoing.clone());
+        let announcement_due = plan.announce_to.as_ref().map(|_| ctx.announcer.announcement_due());
+        // The local scheduler starts a stateful partition's batches in order, so the first one
+        // seen here is where its turns begin.
+        let turn = plan.job.is_stateful(task.stage).then(|| {
+            Arc::clone(
+                self.turns
+                    .entry((task.job, task.stage, task.partition))
+                    .or_insert_with(|| Arc::new(StateTurn::new(task.batch))),
+            )
+        });
+        tokio::spawn(async move {
+            let mut report =
+                run_task(Arc::clone(&ctx), plan.job, TaskDescriptor { task, input }, plan.group, turn).await;
+            if let (TaskOutcome::Succeeded(stats), Some(downstream)) = (&report.outcome, &plan.announce_to) {
+                if let Err(error) = ctx.announcer.announce(task, downstream, &stats.blocks).await {
+                    report.outcome = TaskOutcome::Failed { reason: sleet_wire::error_chain(&error) };
+                }
+                report.finished_at_us = now_us();
+            }
+            drop(announcement_due);
+            let finished_at_us = report.finished_at_us;
+            let _ = events.send(SchedulerEvent::Finished { task, source, finished_at_us }).await;
+            let _ = outgoing.send(Outgoing::Report(report)).await;
+        });
     }
 }

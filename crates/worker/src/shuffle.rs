@@ -1,39 +1,53 @@
 //! The shuffle service: every worker serves its block store to reducers on other workers,
-//! and fetches the blocks its own reducers need. Data moves worker to worker, never through
-//! the driver.
+//! takes in the block announcements map tasks push to it, and fetches the blocks its own
+//! reducers need. Data moves worker to worker, never through the driver.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use sleet_wire::ipc::{decode_block, encode_block};
-use sleet_wire::{BlockId, Connection, FetchRequest, FetchedBlock, FrameKind, Role};
+use sleet_wire::{BlockId, BlocksAnnounced, Connection, FetchedBlock, FrameKind, PeerRequest, Role};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 
 use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 
 /// Idle connections kept per peer, so a fetch does not pay a connect and handshake each time.
-const IDLE_CONNECTIONS_PER_PEER_MAX: usize = 4;
+const IDLE_CONNECTIONS_PER_PEER_MAX: usize = 16;
 
-pub async fn serve(listener: TcpListener, store: Arc<BlockStore>) {
+/// Serves peers until the listener fails; announcements go to `announced`.
+pub async fn serve(listener: TcpListener, store: Arc<BlockStore>, announced: mpsc::Sender<Vec<BlocksAnnounced>>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
-        let store = Arc::clone(&store);
+        let (store, announced) = (Arc::clone(&store), announced.clone());
         tokio::spawn(async move {
-            if let Err(error) = serve_peer(stream, store).await {
+            if let Err(error) = serve_peer(stream, store, announced).await {
                 eprintln!("sleet worker: shuffle peer connection closed: {error}");
             }
         });
     }
 }
 
-async fn serve_peer(stream: tokio::net::TcpStream, store: Arc<BlockStore>) -> Result<(), WorkerError> {
+async fn serve_peer(
+    stream: tokio::net::TcpStream,
+    store: Arc<BlockStore>,
+    announced: mpsc::Sender<Vec<BlocksAnnounced>>,
+) -> Result<(), WorkerError> {
     let mut connection = Connection::establish(stream, Role::Peer).await?;
     while let Some(frame) = connection.recv().await? {
-        let request: FetchRequest = frame.control("fetch request")?;
-        for id in request.blocks {
+        let blocks = match frame.binary::<PeerRequest>("peer request")? {
+            PeerRequest::Fetch { blocks } => blocks,
+            PeerRequest::Announce(announcements) => {
+                if announced.send(announcements).await.is_err() {
+                    return Ok(());
+                }
+                continue;
+            }
+        };
+        for id in blocks {
             match store.take(&id) {
                 Some(block) => {
                     let rows = block.num_rows() as u64;
@@ -81,13 +95,13 @@ impl ShuffleClient {
     }
 
     async fn fetch_on(connection: &mut Connection, blocks: &[BlockId]) -> Result<(Vec<RecordBatch>, u64), WorkerError> {
-        connection.send(&FetchRequest { blocks: blocks.to_vec() }).await?;
+        connection.send_binary(&PeerRequest::Fetch { blocks: blocks.to_vec() }).await?;
         let mut fetched = Vec::with_capacity(blocks.len());
         let mut bytes = 0u64;
         for expected in blocks {
             let frame = connection.recv().await?.ok_or(sleet_wire::WireError::Truncated)?;
             if frame.kind != FrameKind::Data {
-                return Err(sleet_wire::WireError::UnexpectedFrame { expected: "data", found: "control" }.into());
+                return Err(sleet_wire::WireError::UnexpectedFrame { expected: "data", found: "another kind" }.into());
             }
             bytes += frame.payload.len() as u64;
             let (header, body): (FetchedBlock, &[u8]) = frame.data("fetched block")?;

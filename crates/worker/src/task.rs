@@ -22,11 +22,13 @@ use sleet_wire::{
 };
 use tokio::sync::Semaphore;
 
+use crate::announce::Announcer;
 use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 use crate::job::JobRuntime;
 use crate::pool::{Measured, ResourcePool};
 use crate::shuffle::ShuffleClient;
+use crate::turn::StateTurn;
 
 /// Shared by every task on a worker: the resource schedulers and the shuffle endpoints.
 pub struct WorkerContext {
@@ -38,15 +40,36 @@ pub struct WorkerContext {
     pub net: Arc<Semaphore>,
     pub store: Arc<BlockStore>,
     pub shuffle: Arc<ShuffleClient>,
+    /// Pushes map output metadata to the owners of reduce partitions (group scheduling).
+    pub announcer: Announcer,
 }
 
-pub async fn run_task(ctx: Arc<WorkerContext>, job: Arc<JobRuntime>, descriptor: TaskDescriptor) -> TaskReport {
+/// Runs one task to its end; the report's `finished_at_us` marks when its last monotask ended.
+///
+/// `turn` is the partition's state turn when the stage is stateful: the task takes it after
+/// reading its input and before computing, and passes it on once its output is written.
+pub async fn run_task(
+    ctx: Arc<WorkerContext>,
+    job: Arc<JobRuntime>,
+    descriptor: TaskDescriptor,
+    group: Option<u64>,
+    turn: Option<Arc<StateTurn>>,
+) -> TaskReport {
+    let started_at_us = now_us();
     let mut monotasks = Vec::new();
-    let outcome = match execute(&ctx, &job, &descriptor, &mut monotasks).await {
+    let outcome = match execute(&ctx, &job, &descriptor, turn.as_deref(), &mut monotasks).await {
         Ok(stats) => TaskOutcome::Succeeded(stats),
         Err(error) => TaskOutcome::Failed { reason: sleet_wire::error_chain(&error) },
     };
-    TaskReport { task: descriptor.task, worker: ctx.worker, outcome, monotasks }
+    TaskReport {
+        task: descriptor.task,
+        worker: ctx.worker,
+        group,
+        outcome,
+        monotasks,
+        started_at_us,
+        finished_at_us: now_us(),
+    }
 }
 
 /// Rows formatted for the sink and bad records with their reasons, ready for the disk.
@@ -59,31 +82,56 @@ async fn execute(
     ctx: &Arc<WorkerContext>,
     job: &Arc<JobRuntime>,
     descriptor: &TaskDescriptor,
+    turn: Option<&StateTurn>,
     monotasks: &mut Vec<MonotaskRecord>,
 ) -> Result<TaskStats, WorkerError> {
     let task = descriptor.task;
-    let stage = job.stage(task.stage)?.clone();
+    let mut turn_held = None;
+    let stage = job.stage(task.stage)?;
     let mut stats = TaskStats::default();
-    let (input, compute_kind) = match (&stage.input, &descriptor.input) {
+    let pipeline = job.pipeline(task.stage, task.partition)?;
+    let sink_spec = match &stage.output {
+        StageOutput::Sink(spec) => Some(spec.clone()),
+        StageOutput::Shuffle { .. } => None,
+    };
+    let format_sink = matches!(sink_spec, Some(SinkSpec::JsonLines { .. }) | Some(SinkSpec::Stdout));
+    let compute_input = move |input: StageInputData| {
+        let bytes = input_bytes(&input);
+        let result = compute(&pipeline, &input, format_sink);
+        Measured { value: result, bytes }
+    };
+    let result = match (&stage.input, &descriptor.input) {
         (StageInput::Source(spec), TaskInput::SourceRange { start_ms, end_ms }) => {
             let generator = job.generator(spec, task.partition);
             let (start_ms, end_ms) = (*start_ms, *end_ms);
-            let (raw, record) = ctx
+            let read = move || {
+                let mut raw = RawRecords::new();
+                generator.generate(start_ms, end_ms, &mut raw);
+                let bytes = raw.data.len() as u64;
+                Measured { value: raw, bytes }
+            };
+            if let Some(turn) = turn {
+                turn_held = Some(turn.take(task.batch).await);
+            }
+            let (result, records) = ctx
                 .cpu
-                .run(MonotaskKind::SourceRead, move || {
-                    let mut raw = RawRecords::new();
-                    generator.generate(start_ms, end_ms, &mut raw);
-                    let bytes = raw.data.len() as u64;
-                    Measured { value: raw, bytes }
+                .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |raw| {
+                    compute_input(StageInputData::Raw(raw))
                 })
                 .await;
-            monotasks.push(record);
+            monotasks.extend(records);
             stats.source_range = Some((start_ms, end_ms));
-            (StageInputData::Raw(raw), MonotaskKind::MapCompute)
+            result
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
             let batches = fetch_blocks(ctx, blocks, monotasks).await?;
-            (StageInputData::Blocks(batches), MonotaskKind::ReduceCompute)
+            if let Some(turn) = turn {
+                turn_held = Some(turn.take(task.batch).await);
+            }
+            let (result, record) =
+                ctx.cpu.run(MonotaskKind::ReduceCompute, move || compute_input(StageInputData::Blocks(batches))).await;
+            monotasks.push(record);
+            result
         }
         (expected, found) => {
             return Err(WorkerError::Internal(format!(
@@ -91,22 +139,6 @@ async fn execute(
             )))
         }
     };
-
-    let pipeline = job.pipeline(task.stage, task.partition)?;
-    let sink_spec = match &stage.output {
-        StageOutput::Sink(spec) => Some(spec.clone()),
-        StageOutput::Shuffle { .. } => None,
-    };
-    let format_sink = matches!(sink_spec, Some(SinkSpec::JsonLines { .. }) | Some(SinkSpec::Stdout));
-    let (result, record) = ctx
-        .cpu
-        .run(compute_kind, move || {
-            let bytes = input_bytes(&input);
-            let result = compute(&pipeline, &input, format_sink);
-            Measured { value: result, bytes }
-        })
-        .await;
-    monotasks.push(record);
     let (output, writes) = result?;
 
     stats.records_in = output.records_in;
@@ -117,15 +149,9 @@ async fn execute(
     stats.window_latencies_ms =
         output.closed_windows.iter().map(|closed| closed.last_update_ms - closed.window_end_ms).collect();
     stats.sink_rows = output.sink_rows.as_ref().map_or(0, |rows| rows.num_rows() as u64);
-    for (reduce_partition, block) in output.blocks.into_iter().enumerate() {
-        if block.num_rows() == 0 {
-            continue;
-        }
-        let meta = BlockMeta {
-            reduce_partition: reduce_partition as u32,
-            rows: block.num_rows() as u64,
-            bytes: block.get_array_memory_size() as u64,
-        };
+    for (reduce_partition, block) in output.blocks {
+        let meta =
+            BlockMeta { reduce_partition, rows: block.num_rows() as u64, bytes: block.get_array_memory_size() as u64 };
         let id = BlockId {
             job: task.job,
             stage: task.stage,
@@ -158,6 +184,7 @@ async fn execute(
         monotasks.push(record);
         result?;
     }
+    drop(turn_held);
     Ok(stats)
 }
 

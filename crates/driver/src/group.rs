@@ -1,0 +1,263 @@
+//! The group scheduler (Drizzle §3): the driver coordinates once per group of batches.
+//!
+//! For each group the driver decides placement (reused while membership is unchanged) and
+//! sends one `LaunchGroup` per worker; the workers' local schedulers start each task when its
+//! batch closes or its inputs are announced, map tasks push block metadata straight to the
+//! reduce side, and completions come back in batched, asynchronous status messages. The
+//! driver's decisions happen at group boundaries: when a group completes, it measures that
+//! group's coordination overhead, lets the size policy pick the next size, and sends the next
+//! group.
+//!
+//! Why no batch waits for coordination: the driver keeps `GROUPS_IN_FLIGHT` groups out at
+//! once, so while it digests group `g` the workers already hold group `g + 1` and run it. A
+//! batch waits only if the driver takes longer to react to a whole group than the workers
+//! take to run one; that waiting is measured (as idle source partitions) and counted as
+//! overhead, which makes the automatic policy grow the group until it stops.
+//!
+//! Why results equal bsp's: tasks are the same `(stage, partition, batch)` units running the
+//! same stage plans; a source task reads exactly its batch's range; a reduce task starts
+//! only with every map partition's announcement in hand (asserted by the local scheduler);
+//! stateful partitions run batches in order. Only *when* tasks run changes, never *what*.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sleet_wire::clock::{now_ms, now_us};
+use sleet_wire::{DriverToClient, DriverToWorker, GroupRecord, JobSummary, TaskOutcome, WorkerId};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::coordinator::{Coordinator, JobEvent, RunningJob};
+use crate::error::DriverError;
+use crate::group_plan::{compose_group, group_tasks, GroupSpec};
+use crate::group_size::GroupSizePolicy;
+use crate::group_tracker::{GroupCost, GroupTracker};
+use crate::membership::EncodedMessage;
+use crate::placement::Placement;
+use crate::progress::JobStats;
+
+/// Groups out at once: the one running and the next, already on the workers.
+const GROUPS_IN_FLIGHT: usize = 2;
+const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// On a stop, batches closing within this margin still run; later ones are dropped. It must
+/// cover the time a `Truncate` takes to reach every worker.
+const STOP_MARGIN_MS: i64 = 200;
+
+struct GroupScheduler<'a> {
+    job: &'a RunningJob,
+    placement: Placement,
+    addresses: BTreeMap<WorkerId, String>,
+    tracker: GroupTracker,
+    policy: GroupSizePolicy,
+    stats: JobStats,
+    next_group: u64,
+    next_batch: u64,
+    /// No batch at or past this one is sent: the job's end, or the batch after a stop.
+    batch_limit: u64,
+}
+
+pub async fn run(
+    coordinator: &mut Coordinator,
+    job: &RunningJob,
+    workers: &[WorkerId],
+    replies: &mpsc::Sender<DriverToClient>,
+) -> Result<JobSummary, DriverError> {
+    let stages = &job.physical.stages;
+    let first_stage = stages.first().expect("a plan has a stage").id;
+    let last_stage = stages.last().expect("a plan has a stage").id;
+    let addresses = workers
+        .iter()
+        .filter_map(|worker| {
+            coordinator.membership.get(*worker).map(|handle| (*worker, handle.shuffle_address.clone()))
+        })
+        .collect();
+    let mut scheduler = GroupScheduler {
+        job,
+        placement: Placement::new(workers.to_vec()),
+        addresses,
+        tracker: GroupTracker::new(job.start_ms, job.interval_ms, first_stage, last_stage),
+        policy: GroupSizePolicy::new(job.settings.group_size, job.settings.overhead_bounds),
+        stats: JobStats::new(job.job, job.start_ms, "group"),
+        next_group: 0,
+        next_batch: 0,
+        batch_limit: job.batches_total().unwrap_or(u64::MAX),
+    };
+    let stage_timeout = Duration::from_secs(coordinator.config.stage_timeout_s);
+    scheduler.send_groups(coordinator).await?;
+    let mut last_activity = Instant::now();
+    let mut next_progress = Instant::now() + PROGRESS_EVERY;
+    let mut stopping = false;
+    while !(scheduler.tracker.is_idle() && scheduler.next_batch >= scheduler.batch_limit) {
+        let deadline = next_progress.min(last_activity + stage_timeout);
+        match coordinator.next_job_event(job.job, job.client, deadline).await {
+            JobEvent::Status(status, decode_us) => {
+                last_activity = Instant::now();
+                let handling_started_us = now_us();
+                let now = now_ms();
+                let mut entries_by_group: BTreeMap<u64, usize> = BTreeMap::new();
+                for registered in &status.registered {
+                    scheduler.tracker.registered(registered);
+                    *entries_by_group.entry(registered.group).or_default() += 1;
+                }
+                let mut batches = Vec::new();
+                for report in &status.reports {
+                    match &report.outcome {
+                        TaskOutcome::Succeeded(task_stats) => {
+                            if scheduler.tracker.report(report, task_stats, &mut batches) {
+                                scheduler.stats.add_task(task_stats, &report.monotasks, now);
+                            }
+                        }
+                        TaskOutcome::Failed { reason } => {
+                            let reason = reason.clone();
+                            return Err(coordinator
+                                .explain_failure(job, report.task, report.worker, reason, report.task.batch)
+                                .await);
+                        }
+                    }
+                    if let Some(group) = report.group {
+                        *entries_by_group.entry(group).or_default() += 1;
+                    }
+                }
+                // The message's cost, decoding included, is shared by its entries' groups.
+                let status_us = decode_us + (now_us() - handling_started_us);
+                let entries: usize = entries_by_group.values().sum();
+                for (group, count) in entries_by_group {
+                    scheduler.tracker.charge_status(group, status_us * count as i64 / entries as i64);
+                }
+                for record in batches {
+                    scheduler.stats.push_batch(record);
+                }
+                for cost in scheduler.tracker.take_finished_groups(now) {
+                    scheduler.close_group(cost);
+                }
+                scheduler.send_groups(coordinator).await?;
+            }
+            JobEvent::Stop if !stopping => {
+                stopping = true;
+                scheduler.stop(coordinator).await?;
+            }
+            JobEvent::Stop | JobEvent::Ended { .. } => {}
+            JobEvent::Lost { worker, name, pid, reason } => {
+                let batch = scheduler.tracker.oldest_open_batch().unwrap_or(scheduler.next_batch);
+                return Err(DriverError::WorkerLost { worker, name, pid, batch, reason });
+            }
+            JobEvent::Timeout => {
+                if last_activity.elapsed() >= stage_timeout {
+                    if let Some((batch, stage, workers)) = scheduler.tracker.waiting_on() {
+                        // A batch still ahead of the clock is not late, only not yet due.
+                        if job.batch_end_ms(batch) + (stage_timeout.as_millis() as i64) < now_ms() {
+                            return Err(DriverError::StageTimeout {
+                                stage,
+                                batch,
+                                timeout_s: stage_timeout.as_secs(),
+                                workers,
+                            });
+                        }
+                    }
+                    last_activity = Instant::now();
+                }
+            }
+        }
+        if Instant::now() >= next_progress {
+            next_progress = Instant::now() + PROGRESS_EVERY;
+            let _ = replies.try_send(DriverToClient::Progress(scheduler.progress()));
+        }
+    }
+    Ok(scheduler.stats.summary(now_ms()))
+}
+
+impl GroupScheduler<'_> {
+    /// Sends groups until `GROUPS_IN_FLIGHT` are out or the job's batches are all sent.
+    async fn send_groups(&mut self, coordinator: &Coordinator) -> Result<(), DriverError> {
+        while self.tracker.groups_in_flight() < GROUPS_IN_FLIGHT && self.next_batch < self.batch_limit {
+            self.send_group(coordinator).await?;
+        }
+        Ok(())
+    }
+
+    async fn send_group(&mut self, coordinator: &Coordinator) -> Result<(), DriverError> {
+        let decided_at_us = now_us();
+        let remaining = self.batch_limit - self.next_batch;
+        let batch_count = (self.policy.size() as u64).min(remaining) as u32;
+        let spec = GroupSpec { job: self.job.job, group: self.next_group, first_batch: self.next_batch, batch_count };
+        let stages = &self.job.physical.stages;
+        let messages = compose_group(&spec, stages, &self.placement, &self.addresses);
+        let workers_messaged = messages.len();
+        for (worker, launch) in messages {
+            let message = EncodedMessage::new(&DriverToWorker::LaunchGroup(launch));
+            let Some(handle) = coordinator.membership.get(worker) else {
+                return Err(DriverError::WorkerLost {
+                    worker,
+                    name: "unknown".into(),
+                    pid: 0,
+                    batch: spec.first_batch,
+                    reason: "it is gone".into(),
+                });
+            };
+            self.stats.launched(now_us());
+            if !handle.send_encoded(message).await {
+                return Err(DriverError::WorkerLost {
+                    worker,
+                    name: handle.name.clone(),
+                    pid: handle.pid,
+                    batch: spec.first_batch,
+                    reason: "its connection closed".into(),
+                });
+            }
+        }
+        let schedule_us = now_us() - decided_at_us;
+        let tasks = group_tasks(&spec, stages, &self.placement);
+        self.tracker.launched(spec, tasks, workers_messaged, now_ms(), schedule_us);
+        self.next_group += 1;
+        self.next_batch += batch_count as u64;
+        Ok(())
+    }
+
+    /// A group boundary: the measured overhead decides the size of the next group to send.
+    fn close_group(&mut self, cost: GroupCost) {
+        let overhead = cost.overhead();
+        let (_, overhead_average) = self.policy.observe(overhead, cost.spec.batch_count);
+        self.stats.push_group(GroupRecord {
+            group: cost.spec.group,
+            first_batch: cost.spec.first_batch,
+            size: cost.spec.batch_count,
+            sent_at_ms: cost.sent_at_ms,
+            completed_at_ms: cost.completed_at_ms,
+            schedule_us: cost.schedule_us,
+            register_us: cost.register_us,
+            status_us: cost.status_us,
+            coordination_wait_us: cost.coordination_wait_us,
+            execute_us: cost.execute_us,
+            overhead,
+            overhead_average,
+        });
+    }
+
+    /// Ends the job on a batch boundary: batches closing within `STOP_MARGIN_MS` still run,
+    /// later ones are dropped on every worker before they can start.
+    async fn stop(&mut self, coordinator: &Coordinator) -> Result<(), DriverError> {
+        let due = (now_ms() + STOP_MARGIN_MS - self.job.start_ms).max(0) / self.job.interval_ms;
+        let last_sent = self.next_batch.saturating_sub(1);
+        let last_batch = (due as u64).min(last_sent);
+        self.batch_limit = self.batch_limit.min(last_batch + 1).min(self.next_batch);
+        let truncate = EncodedMessage::new(&DriverToWorker::Truncate { job: self.job.job, last_batch });
+        for worker in self.placement.workers() {
+            if let Some(handle) = coordinator.membership.get(*worker) {
+                self.stats.launched(now_us());
+                let _ = handle.send_encoded(truncate.clone()).await;
+            }
+        }
+        self.tracker.truncate(last_batch);
+        for cost in self.tracker.take_finished_groups(now_ms()) {
+            self.close_group(cost);
+        }
+        Ok(())
+    }
+
+    fn progress(&self) -> sleet_wire::JobProgress {
+        let mut progress = self.stats.progress(now_ms());
+        progress.group_size = Some(self.policy.size());
+        progress.overhead = self.stats.last_group().map(|group| group.overhead_average.unwrap_or(group.overhead));
+        progress
+    }
+}
