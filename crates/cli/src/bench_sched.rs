@@ -53,8 +53,10 @@ pub struct BenchSchedArgs {
     pub workers: u32,
     #[command(flatten)]
     pub scheduling: SchedulerArgs,
-    /// Batches per run (every configuration first runs a short warm-up job).
-    #[arg(long, default_value_t = 100)]
+    /// Batches per run (every configuration first runs a short warm-up job). The default is
+    /// ten groups of the largest swept size, so a run measures the steady state of pipelined
+    /// groups rather than the ramp of the first one.
+    #[arg(long, default_value_t = 1000)]
     pub batches: u32,
     /// Random numbers each task sums per batch.
     #[arg(long, default_value_t = 1000)]
