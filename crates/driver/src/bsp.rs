@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use crate::barrier::StageBarrier;
 use crate::coordinator::{Coordinator, JobEvent, RunningJob};
 use crate::error::DriverError;
+use crate::membership::EncodedMessage;
 use crate::placement::Placement;
 use crate::progress::JobStats;
 
@@ -31,7 +32,7 @@ pub async fn run(
     replies: &mpsc::Sender<DriverToClient>,
 ) -> Result<JobSummary, DriverError> {
     let placement = Placement::new(workers.to_vec());
-    let mut stats = JobStats::new(job.job, job.start_ms, "bsp");
+    let mut stats = JobStats::new(job.job, job.start_ms, job.settings.scheduler);
     let batches_total = job.batches_total().map(|total| total as i64);
     let stage_timeout = Duration::from_secs(coordinator.config.stage_timeout_s);
     let mut last_progress_ms = now_ms();
@@ -40,8 +41,7 @@ pub async fn run(
         if batches_total.is_some_and(|total| batch as i64 >= total) {
             break;
         }
-        let batch_start_ms = job.start_ms + batch as i64 * job.interval_ms;
-        let batch_end_ms = batch_start_ms + job.interval_ms;
+        let (batch_start_ms, batch_end_ms) = job.batch_range_ms(batch);
         // The batch closes at its end; until then the driver only listens.
         while now_ms() < batch_end_ms {
             let wake = Instant::now() + Duration::from_millis((batch_end_ms - now_ms()).max(0) as u64);
@@ -83,26 +83,9 @@ pub async fn run(
                     },
                 };
                 let worker = placement.worker_of(partition);
-                let Some(handle) = coordinator.membership.get(worker) else {
-                    return Err(DriverError::WorkerLost {
-                        worker,
-                        name: "unknown".into(),
-                        pid: 0,
-                        batch,
-                        reason: "it is gone".into(),
-                    });
-                };
                 stats.launched(sleet_wire::clock::now_us());
-                if !handle.send(&DriverToWorker::LaunchTask(TaskDescriptor { task, input })).await {
-                    let (name, pid) = (handle.name.clone(), handle.pid);
-                    return Err(DriverError::WorkerLost {
-                        worker,
-                        name,
-                        pid,
-                        batch,
-                        reason: "its connection closed".into(),
-                    });
-                }
+                let launch = EncodedMessage::new(&DriverToWorker::LaunchTask(TaskDescriptor { task, input }));
+                coordinator.send_to(worker, launch, batch).await?;
                 tasks.push((task, worker));
             }
             let mut barrier = StageBarrier::new(tasks);

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::error::DriverError;
-use crate::membership::Membership;
+use crate::membership::{EncodedMessage, Membership};
 use crate::server::{accept_loop, ClientId, DriverEvent};
 
 #[derive(Debug, Clone)]
@@ -244,6 +244,20 @@ impl Coordinator {
 }
 
 impl Coordinator {
+    /// Sends a message to a worker of the job; a worker that is gone or whose connection
+    /// closed is lost, which fails the job at `batch`.
+    pub async fn send_to(&self, worker: WorkerId, message: EncodedMessage, batch: u64) -> Result<(), DriverError> {
+        let Some(handle) = self.membership.get(worker) else {
+            let (name, pid, reason) = ("unknown".into(), 0, "it is gone".into());
+            return Err(DriverError::WorkerLost { worker, name, pid, batch, reason });
+        };
+        if handle.send_encoded(message).await {
+            return Ok(());
+        }
+        let (name, pid, reason) = (handle.name.clone(), handle.pid, "its connection closed".into());
+        Err(DriverError::WorkerLost { worker, name, pid, batch, reason })
+    }
+
     /// A task that fails because a peer vanished (a fetch from a dead worker) is a symptom;
     /// the worker's lost connection, which follows within moments, is the cause worth
     /// reporting.
@@ -288,7 +302,13 @@ impl RunningJob {
             .map(|duration| (duration as i64 + self.interval_ms - 1) as u64 / self.interval_ms as u64)
     }
 
+    /// The event-time range `[start, end)` of a batch.
+    pub fn batch_range_ms(&self, batch: u64) -> (i64, i64) {
+        let start_ms = self.start_ms + batch as i64 * self.interval_ms;
+        (start_ms, start_ms + self.interval_ms)
+    }
+
     pub fn batch_end_ms(&self, batch: u64) -> i64 {
-        self.start_ms + (batch as i64 + 1) * self.interval_ms
+        self.batch_range_ms(batch).1
     }
 }

@@ -77,7 +77,7 @@ pub async fn run(
         addresses,
         tracker: GroupTracker::new(job.start_ms, job.interval_ms, first_stage, last_stage),
         policy: GroupSizePolicy::new(job.settings.group_size, job.settings.overhead_bounds),
-        stats: JobStats::new(job.job, job.start_ms, "group"),
+        stats: JobStats::new(job.job, job.start_ms, job.settings.scheduler),
         next_group: 0,
         next_batch: 0,
         batch_limit: job.batches_total().unwrap_or(u64::MAX),
@@ -94,10 +94,8 @@ pub async fn run(
                 last_activity = Instant::now();
                 let handling_started_us = now_us();
                 let now = now_ms();
-                let mut entries_by_group: BTreeMap<u64, usize> = BTreeMap::new();
                 for registered in &status.registered {
                     scheduler.tracker.registered(registered);
-                    *entries_by_group.entry(registered.group).or_default() += 1;
                 }
                 let mut batches = Vec::new();
                 for report in &status.reports {
@@ -114,27 +112,17 @@ pub async fn run(
                                 .await);
                         }
                     }
-                    if let Some(group) = report.group {
-                        *entries_by_group.entry(group).or_default() += 1;
-                    }
                 }
-                // The message's cost, decoding included, is shared by its entries' groups.
-                let status_us = decode_us + (now_us() - handling_started_us);
-                let entries: usize = entries_by_group.values().sum();
-                for (group, count) in entries_by_group {
-                    scheduler.tracker.charge_status(group, status_us * count as i64 / entries as i64);
-                }
+                scheduler.tracker.charge_status(&status, decode_us + (now_us() - handling_started_us));
                 for record in batches {
                     scheduler.stats.push_batch(record);
                 }
-                for cost in scheduler.tracker.take_finished_groups(now) {
-                    scheduler.close_group(cost);
-                }
+                scheduler.close_finished_groups(now);
                 scheduler.send_groups(coordinator).await?;
             }
             JobEvent::Stop if !stopping => {
                 stopping = true;
-                scheduler.stop(coordinator).await?;
+                scheduler.stop(coordinator).await;
             }
             JobEvent::Stop | JobEvent::Ended { .. } => {}
             JobEvent::Lost { worker, name, pid, reason } => {
@@ -185,35 +173,26 @@ impl GroupScheduler<'_> {
         let workers_messaged = messages.len();
         for (worker, launch) in messages {
             let message = EncodedMessage::new(&DriverToWorker::LaunchGroup(launch));
-            let Some(handle) = coordinator.membership.get(worker) else {
-                return Err(DriverError::WorkerLost {
-                    worker,
-                    name: "unknown".into(),
-                    pid: 0,
-                    batch: spec.first_batch,
-                    reason: "it is gone".into(),
-                });
-            };
             self.stats.launched(now_us());
-            if !handle.send_encoded(message).await {
-                return Err(DriverError::WorkerLost {
-                    worker,
-                    name: handle.name.clone(),
-                    pid: handle.pid,
-                    batch: spec.first_batch,
-                    reason: "its connection closed".into(),
-                });
-            }
+            coordinator.send_to(worker, message, spec.first_batch).await?;
         }
-        let schedule_us = now_us() - decided_at_us;
         let tasks = group_tasks(&spec, stages, &self.placement);
-        self.tracker.launched(spec, tasks, workers_messaged, now_ms(), schedule_us);
+        // The tracker's bookkeeping grows with the group, so it counts as scheduling too.
+        self.tracker.launched(spec, tasks, workers_messaged, now_ms());
+        self.tracker.charge_schedule(spec.group, now_us() - decided_at_us);
         self.next_group += 1;
         self.next_batch += batch_count as u64;
         Ok(())
     }
 
-    /// A group boundary: the measured overhead decides the size of the next group to send.
+    /// Group boundaries: each finished group's measured overhead decides the size of the
+    /// next group to send.
+    fn close_finished_groups(&mut self, now_ms: i64) {
+        for cost in self.tracker.take_finished_groups(now_ms) {
+            self.close_group(cost);
+        }
+    }
+
     fn close_group(&mut self, cost: GroupCost) {
         let overhead = cost.overhead();
         let (_, overhead_average) = self.policy.observe(overhead, cost.spec.batch_count);
@@ -235,7 +214,7 @@ impl GroupScheduler<'_> {
 
     /// Ends the job on a batch boundary: batches closing within `STOP_MARGIN_MS` still run,
     /// later ones are dropped on every worker before they can start.
-    async fn stop(&mut self, coordinator: &Coordinator) -> Result<(), DriverError> {
+    async fn stop(&mut self, coordinator: &Coordinator) {
         let due = (now_ms() + STOP_MARGIN_MS - self.job.start_ms).max(0) / self.job.interval_ms;
         let last_sent = self.next_batch.saturating_sub(1);
         let last_batch = (due as u64).min(last_sent);
@@ -243,15 +222,11 @@ impl GroupScheduler<'_> {
         let truncate = EncodedMessage::new(&DriverToWorker::Truncate { job: self.job.job, last_batch });
         for worker in self.placement.workers() {
             if let Some(handle) = coordinator.membership.get(*worker) {
-                self.stats.launched(now_us());
                 let _ = handle.send_encoded(truncate.clone()).await;
             }
         }
         self.tracker.truncate(last_batch);
-        for cost in self.tracker.take_finished_groups(now_ms()) {
-            self.close_group(cost);
-        }
-        Ok(())
+        self.close_finished_groups(now_ms());
     }
 
     fn progress(&self) -> sleet_wire::JobProgress {

@@ -27,7 +27,7 @@
 use std::collections::BTreeMap;
 
 use sleet_plan::StageId;
-use sleet_wire::{BatchRecord, GroupRegistered, TaskId, TaskReport, TaskStats, WorkerId};
+use sleet_wire::{BatchRecord, GroupRegistered, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId};
 
 use crate::group_plan::GroupSpec;
 
@@ -106,7 +106,6 @@ impl GroupTracker {
         tasks: Vec<(TaskId, WorkerId)>,
         workers_messaged: usize,
         sent_at_ms: i64,
-        schedule_us: i64,
     ) {
         assert!(!self.groups.contains_key(&spec.group), "group {} launched twice", spec.group);
         for batch in spec.batches() {
@@ -130,7 +129,7 @@ impl GroupTracker {
             GroupState {
                 spec,
                 sent_at_ms,
-                schedule_us,
+                schedule_us: 0,
                 registrations_missing: workers_messaged,
                 register_us: 0,
                 status_us: 0,
@@ -151,9 +150,26 @@ impl GroupTracker {
     }
 
     /// Charges the driver's time handling status entries of `group` to it.
-    pub fn charge_status(&mut self, group: u64, status_us: i64) {
+    /// The driver's time deciding, composing and sending a group.
+    pub fn charge_schedule(&mut self, group: u64, schedule_us: i64) {
         if let Some(group) = self.groups.get_mut(&group) {
-            group.status_us += status_us.max(0);
+            group.schedule_us += schedule_us.max(0);
+        }
+    }
+
+    /// The driver's time on one status message, decoding included, shared by the groups of
+    /// its entries in proportion to how many each has.
+    pub fn charge_status(&mut self, status: &StatusBatch, status_us: i64) {
+        let mut entries_by_group: BTreeMap<u64, i64> = BTreeMap::new();
+        let groups = status.registered.iter().map(|registered| Some(registered.group));
+        for group in groups.chain(status.reports.iter().map(|report| report.group)).flatten() {
+            *entries_by_group.entry(group).or_default() += 1;
+        }
+        let entries: i64 = entries_by_group.values().sum();
+        for (group, count) in entries_by_group {
+            if let Some(group) = self.groups.get_mut(&group) {
+                group.status_us += status_us.max(0) * count / entries;
+            }
         }
     }
 
@@ -329,6 +345,10 @@ mod tests {
         TaskStats { source_range: Some((0, 10)), records_in: records, ..TaskStats::default() }
     }
 
+    fn in_group(group: u64, report: TaskReport) -> TaskReport {
+        TaskReport { group: Some(group), ..report }
+    }
+
     fn registered(group: u64, register_us: i64, wait_us: i64) -> GroupRegistered {
         GroupRegistered { job: JOB, group, register_us, coordination_wait_us: wait_us }
     }
@@ -341,7 +361,8 @@ mod tests {
     fn a_batch_completes_with_its_last_task_and_a_group_with_its_last_batch() {
         let mut tracker = tracker();
         let group = spec(0, 0, 2);
-        tracker.launched(group, tasks_of(&group), 1, 0, 300);
+        tracker.launched(group, tasks_of(&group), 1, 0);
+        tracker.charge_schedule(0, 300);
         tracker.registered(&registered(0, 100, 0));
         assert!(tracker.take_finished_groups(1).is_empty());
         let mut batches = Vec::new();
@@ -357,7 +378,8 @@ mod tests {
 
         tracker.report(&report(0, 1, 20_000, 2_000), &source_stats(50), &mut batches);
         tracker.report(&report(1, 1, 22_500, 500), &TaskStats::default(), &mut batches);
-        tracker.charge_status(0, 600);
+        let status = StatusBatch { registered: vec![], reports: vec![in_group(0, report(1, 1, 22_500, 500))] };
+        tracker.charge_status(&status, 600);
         let finished = tracker.take_finished_groups(23);
         let cost = &finished[0];
         assert_eq!((cost.schedule_us, cost.register_us, cost.status_us, cost.execute_us), (300, 100, 600, 5_000));
@@ -369,7 +391,7 @@ mod tests {
     fn a_group_waits_for_every_registration_and_counts_idle_partitions() {
         let mut tracker = tracker();
         let group = spec(0, 0, 1);
-        tracker.launched(group, tasks_of(&group), 2, 0, 0);
+        tracker.launched(group, tasks_of(&group), 2, 0);
         let mut batches = Vec::new();
         tracker.report(&report(0, 0, 0, 1_000), &source_stats(1), &mut batches);
         tracker.report(&report(1, 0, 1_000, 1_000), &TaskStats::default(), &mut batches);
@@ -384,10 +406,25 @@ mod tests {
     }
 
     #[test]
+    fn a_status_message_is_charged_to_its_groups_by_their_share_of_entries() {
+        let mut tracker = tracker();
+        let (first, second) = (spec(0, 0, 1), spec(1, 1, 1));
+        tracker.launched(first, tasks_of(&first), 1, 0);
+        tracker.launched(second, tasks_of(&second), 1, 0);
+        let status = StatusBatch {
+            registered: vec![registered(1, 0, 0)],
+            reports: vec![in_group(0, report(0, 0, 0, 1)), in_group(1, report(0, 1, 0, 1)), report(1, 0, 0, 1)],
+        };
+        tracker.charge_status(&status, 900);
+        let status_us: Vec<i64> = [0, 1].iter().map(|group| tracker.groups[group].status_us).collect();
+        assert_eq!(status_us, vec![300, 600]);
+    }
+
+    #[test]
     fn reports_for_unknown_or_repeated_tasks_change_nothing() {
         let mut tracker = tracker();
         let group = spec(0, 0, 1);
-        tracker.launched(group, tasks_of(&group), 1, 0, 0);
+        tracker.launched(group, tasks_of(&group), 1, 0);
         let mut batches = Vec::new();
         assert!(!tracker.report(&report(0, 7, 0, 1), &source_stats(1), &mut batches));
         assert!(tracker.report(&report(0, 0, 0, 1), &source_stats(1), &mut batches));
@@ -399,8 +436,8 @@ mod tests {
     fn truncation_stops_waiting_for_later_batches_and_unrun_groups() {
         let mut tracker = tracker();
         let (first, second) = (spec(0, 0, 3), spec(1, 3, 3));
-        tracker.launched(first, tasks_of(&first), 1, 0, 0);
-        tracker.launched(second, tasks_of(&second), 1, 0, 0);
+        tracker.launched(first, tasks_of(&first), 1, 0);
+        tracker.launched(second, tasks_of(&second), 1, 0);
         tracker.registered(&registered(0, 1, 0));
         let mut batches = Vec::new();
         tracker.report(&report(0, 0, 0, 1), &source_stats(1), &mut batches);

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use sleet_clarity::{percentile, MonotaskRecord};
+use sleet_plan::SchedulerKind;
 use sleet_wire::{BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, TaskStats};
 
 /// Progress reports cover the windows closed in this much recent time.
@@ -42,7 +43,7 @@ pub struct JobStats {
 }
 
 impl JobStats {
-    pub fn new(job: JobId, start_ms: i64, scheduler: &str) -> Self {
+    pub fn new(job: JobId, start_ms: i64, scheduler: SchedulerKind) -> Self {
         JobStats { job, start_ms, scheduler: scheduler.to_string(), ..JobStats::default() }
     }
 
@@ -163,7 +164,7 @@ mod tests {
 
     #[test]
     fn counts_source_events_once_and_recent_latency_forgets_old_windows() {
-        let mut stats = JobStats::new(1, 0, "bsp");
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Bsp);
         let source =
             TaskStats { source_range: Some((0, 100)), records_in: 50, dead_letters: 2, ..TaskStats::default() };
         let reduce = TaskStats { records_in: 10, window_latencies_ms: vec![120], ..TaskStats::default() };

@@ -58,18 +58,12 @@ impl ResourcePool {
         kind: MonotaskKind,
         body: impl FnOnce() -> Measured<T> + Send + 'static,
     ) -> (T, MonotaskRecord) {
-        let queued_at_us = now_us();
-        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("pool semaphore is never closed");
-        let (done_tx, done_rx) = oneshot::channel();
-        let job: Job = Box::new(move || {
+        self.dispatch(move |queued_at_us| {
             let started_at_us = now_us();
             let measured = body();
-            let record = finished_record(kind, measured.bytes, queued_at_us, started_at_us);
-            drop(permit);
-            let _ = done_tx.send((measured.value, record));
-        });
-        self.sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
-        done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
+            (measured.value, finished_record(kind, measured.bytes, queued_at_us, started_at_us))
+        })
+        .await
     }
 
     /// Runs `first`, then `second` on its output, as two monotasks of this resource on one
@@ -85,10 +79,7 @@ impl ResourcePool {
         second: impl FnOnce(A) -> Measured<B> + Send + 'static,
     ) -> (B, [MonotaskRecord; 2]) {
         assert_eq!(first_kind.resource(), second_kind.resource(), "a chain stays on one resource");
-        let queued_at_us = now_us();
-        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("pool semaphore is never closed");
-        let (done_tx, done_rx) = oneshot::channel();
-        let job: Job = Box::new(move || {
+        self.dispatch(move |queued_at_us| {
             let started_at_us = now_us();
             let measured = first();
             let first_record = finished_record(first_kind, measured.bytes, queued_at_us, started_at_us);
@@ -97,8 +88,21 @@ impl ResourcePool {
             // The second monotask was ready the moment the first ended.
             let second_record =
                 finished_record(second_kind, output.bytes, first_record.finished_at_us, second_started_us);
+            (output.value, [first_record, second_record])
+        })
+        .await
+    }
+
+    /// Waits for a queue slot, runs `work` (given when it was queued) on a pool thread, and
+    /// resolves with its result. The slot is freed before the result is handed back.
+    async fn dispatch<R: Send + 'static>(&self, work: impl FnOnce(i64) -> R + Send + 'static) -> R {
+        let queued_at_us = now_us();
+        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("pool semaphore is never closed");
+        let (done_tx, done_rx) = oneshot::channel();
+        let job: Job = Box::new(move || {
+            let result = work(queued_at_us);
             drop(permit);
-            let _ = done_tx.send((output.value, [first_record, second_record]));
+            let _ = done_tx.send(result);
         });
         self.sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
         done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
