@@ -163,7 +163,7 @@ async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) 
     eprintln!("bench {}: {} workers, {}, {} batches", shape.name(), args.workers, config.label(), args.batches);
     let cluster = LocalCluster::start(args.workers, 1, &run_dir.join(format!("logs-{}", args.workers)))?;
     let outcome = async {
-        warm_up(shape, args, &cluster).await?;
+        warm_up(shape, args, &cluster, &[config]).await?;
         let mut runs = Vec::new();
         for _ in 0..args.runs {
             runs.push(run_once(shape, args, &cluster, config, args.scheduling.overhead_bounds).await?);
@@ -223,7 +223,8 @@ async fn sweep(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -
         eprintln!("bench {}: {workers} workers: starting the cluster", shape.name());
         let cluster = LocalCluster::start(workers, 1, &run_dir.join(format!("logs-{workers}")))?;
         let outcome = async {
-            warm_up(shape, args, &cluster).await?;
+            // bsp and the first group size: one warm-up per scheduler.
+            warm_up(shape, args, &cluster, &configs[..configs.len().min(2)]).await?;
             let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); configs.len()];
             for round in 1..=args.runs {
                 for (index, config) in configs.iter().enumerate() {
@@ -271,15 +272,12 @@ async fn sweep(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -
     }))
 }
 
-/// A short run of each scheduler first, so connections and pools are warm for every
-/// configuration alike.
-async fn warm_up(shape: Shape, args: &BenchSchedArgs, cluster: &LocalCluster) -> Result<()> {
+/// A short run of each scheduler measured, first, so connections and pools are warm for
+/// every configuration alike.
+async fn warm_up(shape: Shape, args: &BenchSchedArgs, cluster: &LocalCluster, configs: &[Config]) -> Result<()> {
     let short = BenchSchedArgs { batches: 20, ..args.clone() };
-    for config in [
-        Config { scheduler: SchedulerKind::Bsp, group_size: GroupSize::Fixed(1) },
-        Config { scheduler: SchedulerKind::Group, group_size: GroupSize::Fixed(10) },
-    ] {
-        run_once(shape, &short, cluster, config, OverheadBounds::default()).await?;
+    for config in configs {
+        run_once(shape, &short, cluster, *config, args.scheduling.overhead_bounds).await?;
     }
     Ok(())
 }

@@ -106,26 +106,7 @@ enum BenchWorkload {
     Shuffle(bench_sched::BenchSchedArgs),
 }
 
-/// mimalloc's `purge_delay` option (its enum index in the bundled mimalloc 3).
-const MIMALLOC_PURGE_DELAY_OPTION: libmimalloc_sys::mi_option_t = 16;
-/// mimalloc's documented default for it, used to check the index still names that option.
-const MIMALLOC_PURGE_DELAY_DEFAULT_MS: std::ffi::c_long = 10;
-
-/// By default mimalloc hands freed memory back to the OS after 10 ms; a process that allocates
-/// and frees batch after batch then faults the same pages back in, zeroed, at every batch.
-/// One second keeps memory bounded without that churn.
-fn tune_allocator() {
-    // SAFETY: reading and setting an allocator option has no preconditions; mimalloc makes
-    // option updates thread-safe. The read-back guards against a renumbered option enum.
-    unsafe {
-        if libmimalloc_sys::mi_option_get(MIMALLOC_PURGE_DELAY_OPTION) == MIMALLOC_PURGE_DELAY_DEFAULT_MS {
-            libmimalloc_sys::mi_option_set(MIMALLOC_PURGE_DELAY_OPTION, 1000);
-        }
-    }
-}
-
 fn main() -> ExitCode {
-    tune_allocator();
     let cli = Cli::parse();
     // A worker's compute runs on its own monotask pools; its async side only moves messages,
     // and one thread does that without waking a second one for every message.

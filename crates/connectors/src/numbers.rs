@@ -12,6 +12,8 @@ use std::io::Write;
 use sleet_exec::RawRecords;
 use sleet_plan::{DataType, Field, NumbersSourceSpec, Schema};
 
+use crate::ysb::mix;
+
 /// Numbers are drawn from `0..NUMBER_LIMIT`.
 pub const NUMBER_LIMIT: i64 = 1000;
 
@@ -27,14 +29,6 @@ pub fn record_schema() -> Schema {
 /// `k000`, `k001`, …: zero-padded so that, up to 1000 keys, string order is numeric order.
 pub fn key_name(key: u32) -> String {
     format!("k{key:03}")
-}
-
-/// splitmix64's finalizer: a fast, well-mixed hash for deterministic pseudo-random values.
-fn mix(mut value: u64) -> u64 {
-    value = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    value ^ (value >> 31)
 }
 
 /// Everything a batch's numbers share, hashed once so that each number costs one mix.

@@ -85,7 +85,7 @@ pub struct YsbEvent {
 }
 
 /// splitmix64's finalizer: a fast, well-mixed hash for deterministic pseudo-random values.
-fn mix(mut value: u64) -> u64 {
+pub(crate) fn mix(mut value: u64) -> u64 {
     value = value.wrapping_add(0x9e37_79b9_7f4a_7c15);
     value = (value ^ (value >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     value = (value ^ (value >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

@@ -74,7 +74,7 @@ impl Frame {
         decode_binary(&self.payload, what)
     }
 
-    /// Splits a data frame into its JSON header (decoded as `T`) and its body bytes.
+    /// Splits a data frame into its binary header (decoded as `T`) and its body bytes.
     pub fn data<T: DeserializeOwned>(&self, what: &'static str) -> Result<(T, &[u8]), WireError> {
         if self.kind != FrameKind::Data {
             return Err(WireError::UnexpectedFrame { expected: "data", found: self.kind.name() });

@@ -9,8 +9,9 @@
 //! ```
 //!
 //! Every connection starts with a `Hello` each way (magic, protocol version, role); after
-//! that, frames are `[u32 length][u8 kind][payload]`. Control payloads are JSON (serde);
-//! data payloads are a JSON header followed by Arrow IPC stream bytes.
+//! that, frames are `[u32 length][u8 kind][payload]`. Client payloads are JSON (serde); driver,
+//! worker and peer payloads are binary (postcard); data payloads are a binary header followed
+//! by Arrow IPC stream bytes.
 
 pub mod clock;
 pub mod error;
