@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use sleet_plan::StageId;
 use sleet_wire::{BlockMeta, BlocksAnnounced, Connection, PartitionOwner, PeerRequest, Role, TaskId, WorkerId};
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, Notify};
 
 use crate::error::WorkerError;
@@ -98,10 +97,10 @@ impl Announcer {
             let sent = if address == self.address {
                 self.local.send(vec![message]).await.is_ok()
             } else {
-                self.link(&address).send(message).await.is_ok()
+                self.link(address).send(message).await.is_ok()
             };
             if !sent {
-                return Err(WorkerError::Announce { worker: owner, address });
+                return Err(WorkerError::Announce { worker: owner, address: address.to_string() });
             }
         }
         Ok(())
@@ -123,10 +122,10 @@ impl Announcer {
 
 /// Every reduce partition's entry (an empty one for partitions the map task wrote nothing
 /// to), grouped by the address of the worker that owns it.
-fn announcements_by_owner(
-    downstream: &Downstream,
+fn announcements_by_owner<'a>(
+    downstream: &'a Downstream,
     blocks: &[BlockMeta],
-) -> BTreeMap<String, (WorkerId, Vec<BlockMeta>)> {
+) -> BTreeMap<&'a str, (WorkerId, Vec<BlockMeta>)> {
     let mut metas: Vec<BlockMeta> = (0..downstream.owners.len() as u32)
         .map(|reduce_partition| BlockMeta { reduce_partition, rows: 0, bytes: 0 })
         .collect();
@@ -138,9 +137,9 @@ fn announcements_by_owner(
         assert_eq!(entry.rows, 0, "two blocks for reduce partition {}", block.reduce_partition);
         *entry = *block;
     }
-    let mut by_owner: BTreeMap<String, (WorkerId, Vec<BlockMeta>)> = BTreeMap::new();
+    let mut by_owner: BTreeMap<&str, (WorkerId, Vec<BlockMeta>)> = BTreeMap::new();
     for (owner, meta) in downstream.owners.iter().zip(metas) {
-        by_owner.entry(owner.address.clone()).or_insert_with(|| (owner.worker, Vec::new())).1.push(meta);
+        by_owner.entry(owner.address.as_str()).or_insert_with(|| (owner.worker, Vec::new())).1.push(meta);
     }
     by_owner
 }
@@ -153,8 +152,7 @@ async fn write_announcements(
     under_way: Arc<MapTasksUnderWay>,
 ) {
     let result = async {
-        let connection = Connection::connect(&address, Role::Peer).await?;
-        let (_reader, mut writer) = connection.into_split();
+        let mut connection = Connection::connect(&address, Role::Peer).await?;
         while let Some(first) = queue.recv().await {
             let mut announcements = vec![first];
             let deadline = tokio::time::Instant::now() + COALESCE_WAIT;
@@ -182,8 +180,7 @@ async fn write_announcements(
                     _ = tokio::time::sleep_until(deadline) => break,
                 }
             }
-            sleet_wire::write_binary(&mut writer, &PeerRequest::Announce(announcements)).await?;
-            writer.flush().await?;
+            connection.send_binary(&PeerRequest::Announce(announcements)).await?;
         }
         Ok::<(), sleet_wire::WireError>(())
     }
@@ -207,12 +204,12 @@ mod tests {
         let blocks = [BlockMeta { reduce_partition: 2, rows: 5, bytes: 80 }];
         let by_owner = announcements_by_owner(&downstream, &blocks);
         type PartitionRows = Vec<(u32, u64)>;
-        let summary: Vec<(String, WorkerId, PartitionRows)> = by_owner
+        let summary: Vec<(&str, WorkerId, PartitionRows)> = by_owner
             .into_iter()
             .map(|(address, (worker, metas))| {
                 (address, worker, metas.iter().map(|meta| (meta.reduce_partition, meta.rows)).collect())
             })
             .collect();
-        assert_eq!(summary, vec![("w1".to_string(), 1, vec![(0, 0), (2, 5)]), ("w2".to_string(), 2, vec![(1, 0)])]);
+        assert_eq!(summary, vec![("w1", 1, vec![(0, 0), (2, 5)]), ("w2", 2, vec![(1, 0)])]);
     }
 }

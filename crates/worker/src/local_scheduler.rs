@@ -41,6 +41,8 @@ pub struct PendingTask<T> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReadyTask<T, I> {
     pub task: TaskId,
+    /// Whether the task's stage is stateful (as submitted).
+    pub ordered: bool,
     pub payload: T,
     pub inputs: Vec<(u32, I)>,
 }
@@ -285,7 +287,7 @@ impl<T, I> LocalScheduler<T, I> {
                 }
                 self.release_next_in_order(slot);
             }
-            ready.push(ReadyTask { task, payload: pending.payload, inputs });
+            ready.push(ReadyTask { task, ordered: pending.ordered, payload: pending.payload, inputs });
         }
         ready
     }

@@ -241,13 +241,14 @@ impl SchedulerShell {
         mut announced_rx: mpsc::Receiver<Vec<BlocksAnnounced>>,
     ) {
         loop {
-            for ready in self.scheduler.take_ready(now_ms()) {
+            let now = now_ms();
+            for ready in self.scheduler.take_ready(now) {
                 self.launch(ready);
             }
             let wait = self
                 .scheduler
                 .next_wakeup_ms()
-                .map(|at| Duration::from_millis((at - now_ms()).max(0) as u64))
+                .map(|at| Duration::from_millis((at - now).max(0) as u64))
                 .unwrap_or(Duration::from_secs(3600));
             tokio::select! {
                 event = events_rx.recv() => match event {
@@ -419,7 +420,7 @@ impl SchedulerShell {
     }
 
     fn launch(&mut self, ready: ReadyTask<TaskPlan, Option<BlockLocation>>) {
-        let ReadyTask { task, payload: plan, inputs } = ready;
+        let ReadyTask { task, ordered, payload: plan, inputs } = ready;
         let source = matches!(plan.input, PlannedInput::OwnBatch)
             || matches!(plan.input, PlannedInput::Given(TaskInput::SourceRange { .. }));
         let input = match plan.input {
@@ -441,7 +442,7 @@ impl SchedulerShell {
         let announcement_due = plan.announce_to.as_ref().map(|_| ctx.announcer.announcement_due());
         // The local scheduler starts a stateful partition's batches in order, so the first one
         // seen here is where its turns begin.
-        let turn = plan.job.is_stateful(task.stage).then(|| {
+        let turn = ordered.then(|| {
             Arc::clone(
                 self.turns
                     .entry((task.job, task.stage, task.partition))

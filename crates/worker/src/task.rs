@@ -91,7 +91,7 @@ async fn execute(
     let mut stats = TaskStats::default();
     let pipeline = job.pipeline(task.stage, task.partition)?;
     let sink_spec = match &stage.output {
-        StageOutput::Sink(spec) => Some(spec.clone()),
+        StageOutput::Sink(spec) => Some(spec),
         StageOutput::Shuffle { .. } => None,
     };
     let format_sink = matches!(sink_spec, Some(SinkSpec::JsonLines { .. }) | Some(SinkSpec::Stdout));
