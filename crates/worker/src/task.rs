@@ -74,6 +74,9 @@ pub async fn run_task(
 
 /// Rows formatted for the sink and bad records with their reasons, ready for the disk.
 struct Writes {
+    /// Rows the sink received; the rows themselves are formatted (or discarded) and freed
+    /// on the cpu thread that built them, where freeing is cheapest.
+    sink_rows: u64,
     sink_bytes: Vec<u8>,
     dead_letters: Vec<(String, Vec<u8>)>,
 }
@@ -148,7 +151,7 @@ async fn execute(
     stats.late_rows_dropped = output.late_rows_dropped;
     stats.window_latencies_ms =
         output.closed_windows.iter().map(|closed| closed.last_update_ms - closed.window_end_ms).collect();
-    stats.sink_rows = output.sink_rows.as_ref().map_or(0, |rows| rows.num_rows() as u64);
+    stats.sink_rows = writes.sink_rows;
     for (reduce_partition, block) in output.blocks {
         let meta =
             BlockMeta { reduce_partition, rows: block.num_rows() as u64, bytes: block.get_array_memory_size() as u64 };
@@ -201,11 +204,13 @@ fn compute(
     format_sink: bool,
 ) -> Result<(StageRunOutput, Writes), WorkerError> {
     let now = now_ms();
-    let output = pipeline.lock().expect("pipeline lock").run(input, now)?;
+    let mut output = pipeline.lock().expect("pipeline lock").run(input, now)?;
     let mut sink_bytes = Vec::new();
-    if let (true, Some(rows)) = (format_sink, &output.sink_rows) {
+    let sink_rows = output.sink_rows.take();
+    if let (true, Some(rows)) = (format_sink, &sink_rows) {
         sleet_connectors::sink::format_json_lines(rows, now, &mut sink_bytes);
     }
+    let sink_rows = sink_rows.map_or(0, |rows| rows.num_rows() as u64);
     let dead_letters = match input {
         StageInputData::Raw(raw) => output
             .dead_letters
@@ -214,7 +219,7 @@ fn compute(
             .collect(),
         StageInputData::Blocks(_) => Vec::new(),
     };
-    Ok((output, Writes { sink_bytes, dead_letters }))
+    Ok((output, Writes { sink_rows, sink_bytes, dead_letters }))
 }
 
 fn write_out(
