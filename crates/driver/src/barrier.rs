@@ -28,13 +28,7 @@ impl StageBarrier {
             return false;
         }
         for meta in &stats.blocks {
-            let block = BlockId {
-                job: task.job,
-                stage: task.stage,
-                map_partition: task.partition,
-                batch: task.batch,
-                reduce_partition: meta.reduce_partition,
-            };
+            let block = BlockId::of(task, meta.reduce_partition);
             self.blocks_by_reduce_partition.entry(meta.reduce_partition).or_default().push(BlockLocation {
                 block,
                 worker,

@@ -34,6 +34,19 @@ pub struct BlockId {
     pub reduce_partition: u32,
 }
 
+impl BlockId {
+    /// The block map task `map_task` wrote for `reduce_partition`.
+    pub fn of(map_task: TaskId, reduce_partition: u32) -> Self {
+        BlockId {
+            job: map_task.job,
+            stage: map_task.stage,
+            map_partition: map_task.partition,
+            batch: map_task.batch,
+            reduce_partition,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BlockLocation {
     pub block: BlockId,
@@ -371,13 +384,7 @@ impl BlocksAnnounced {
                 batch: self.map_task.batch,
             };
             let location = (meta.rows > 0).then(|| BlockLocation {
-                block: BlockId {
-                    job: self.map_task.job,
-                    stage: self.map_task.stage,
-                    map_partition: self.map_task.partition,
-                    batch: self.map_task.batch,
-                    reduce_partition: meta.reduce_partition,
-                },
+                block: BlockId::of(self.map_task, meta.reduce_partition),
                 worker: self.holder,
                 address: self.holder_address.clone(),
                 rows: meta.rows,

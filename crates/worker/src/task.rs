@@ -155,14 +155,7 @@ async fn execute(
     for (reduce_partition, block) in output.blocks {
         let meta =
             BlockMeta { reduce_partition, rows: block.num_rows() as u64, bytes: block.get_array_memory_size() as u64 };
-        let id = BlockId {
-            job: task.job,
-            stage: task.stage,
-            map_partition: task.partition,
-            batch: task.batch,
-            reduce_partition: meta.reduce_partition,
-        };
-        ctx.store.put(id, block);
+        ctx.store.put(BlockId::of(task, meta.reduce_partition), block);
         stats.blocks.push(meta);
     }
 
