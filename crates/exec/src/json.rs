@@ -8,8 +8,10 @@
 
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{
+    Array, ArrayRef, BinaryArray, BooleanArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions, StringArray,
+};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{Field as ArrowField, Schema as ArrowSchema, SchemaRef};
 use sleet_plan::{DataType, Schema};
 
@@ -40,11 +42,19 @@ pub struct JsonDecoder {
     fields: Vec<FieldSpec>,
     output_schema: SchemaRef,
     max_record_bytes: u32,
+    /// Whether any output column holds text, whose `i32` offsets bound the text of one call.
+    outputs_text: bool,
 }
 
 /// Nesting allowed inside skipped values; deeper input is refused rather than recursed into.
 const NESTING_DEPTH_MAX: usize = 64;
 const EXCERPT_BYTES_MAX: usize = 40;
+/// Fields whose parse slots live on the stack; wider schemas use one heap vector per call.
+const SLOTS_INLINE_MAX: usize = 16;
+/// Initial text capacity per value of a Utf8 column; the vector grows if values are longer.
+const TEXT_BYTES_PER_VALUE_GUESS: usize = 24;
+/// The most text one call can put in a Utf8 column: Arrow's `i32` offsets address no more.
+const TEXT_BYTES_MAX: usize = i32::MAX as usize;
 
 /// One field's value in the record being parsed.
 #[derive(Debug, Clone, Copy)]
@@ -62,20 +72,13 @@ enum Slot {
     Bool(bool),
 }
 
-enum ColumnBuilder {
-    Utf8(StringBuilder),
-    Int64(Int64Builder),
-    Float64(Float64Builder),
-    Boolean(BooleanBuilder),
-}
-
 impl JsonDecoder {
     pub fn new(schema: &Schema, projection: &[String], max_record_bytes: u32) -> Result<JsonDecoder, ExecError> {
         if let Some(missing) = projection.iter().find(|name| schema.field(name).is_none()) {
             return Err(ExecError::MissingColumn(missing.clone()));
         }
         let mut output_fields = Vec::new();
-        let fields = schema
+        let fields: Vec<FieldSpec> = schema
             .fields
             .iter()
             .map(|field| {
@@ -91,7 +94,15 @@ impl JsonDecoder {
                 }
             })
             .collect();
-        Ok(JsonDecoder { fields, output_schema: Arc::new(ArrowSchema::new(output_fields)), max_record_bytes })
+        let outputs_text = fields
+            .iter()
+            .any(|field| field.output.is_some() && matches!(field.data_type, DataType::Utf8 | DataType::Binary));
+        Ok(JsonDecoder {
+            fields,
+            output_schema: Arc::new(ArrowSchema::new(output_fields)),
+            max_record_bytes,
+            outputs_text,
+        })
     }
 
     pub fn output_schema(&self) -> SchemaRef {
@@ -100,21 +111,27 @@ impl JsonDecoder {
 
     pub fn decode(&self, records: &RawRecords) -> DecodeOutput {
         let rows = records.len();
-        let mut builders: Vec<ColumnBuilder> = self
+        let text_bytes_hint = records.data.len().min(rows * TEXT_BYTES_PER_VALUE_GUESS);
+        let mut columns: Vec<ColumnBuilder> = self
             .fields
             .iter()
             .filter(|field| field.output.is_some())
-            .map(|field| match field.data_type {
-                DataType::Utf8 | DataType::Binary => ColumnBuilder::Utf8(StringBuilder::with_capacity(rows, rows * 24)),
-                DataType::Int64 => ColumnBuilder::Int64(Int64Builder::with_capacity(rows)),
-                DataType::Float64 => ColumnBuilder::Float64(Float64Builder::with_capacity(rows)),
-                DataType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::with_capacity(rows)),
-            })
+            .map(|field| ColumnBuilder::new(field.data_type, rows, text_bytes_hint))
             .collect();
         let mut dead_letters = Vec::new();
-        let mut slots = vec![Slot::Missing; self.fields.len()];
+        // Typical schemas fit on the stack, which saves an allocation per call on tiny batches.
+        let mut inline_slots = [Slot::Missing; SLOTS_INLINE_MAX];
+        let mut heap_slots = Vec::new();
+        let slots: &mut [Slot] = match inline_slots.get_mut(..self.fields.len()) {
+            Some(slots) => slots,
+            None => {
+                heap_slots.resize(self.fields.len(), Slot::Missing);
+                &mut heap_slots
+            }
+        };
         let mut unescaped = Vec::new();
         let mut good_rows = 0usize;
+        let mut good_bytes = 0usize;
         for (record_index, record) in records.iter().enumerate() {
             if record.len() > self.max_record_bytes as usize {
                 dead_letters.push(DeadLetter {
@@ -123,60 +140,171 @@ impl JsonDecoder {
                 });
                 continue;
             }
-            slots.iter_mut().for_each(|slot| *slot = Slot::Missing);
-            unescaped.clear();
-            let parsed = RecordParser {
-                decoder: self,
-                bytes: record,
-                position: 0,
-                slots: &mut slots,
-                unescaped: &mut unescaped,
+            // A string value is never longer than the record it came from (unescaping only
+            // shrinks text), so keeping the good records' total under `i32::MAX` keeps every
+            // Utf8 offset in range without a check per value.
+            if self.outputs_text && good_bytes + record.len() > TEXT_BYTES_MAX {
+                dead_letters.push(DeadLetter {
+                    record_index,
+                    reason: format!(
+                        "the good records before this one leave no room under the {TEXT_BYTES_MAX} bytes a text \
+                         column can hold; decode smaller batches"
+                    ),
+                });
+                continue;
             }
-            .parse();
+            slots.fill(Slot::Missing);
+            unescaped.clear();
+            let parsed =
+                RecordParser { decoder: self, bytes: record, position: 0, slots, unescaped: &mut unescaped }.parse();
             match parsed {
                 Ok(()) => {
-                    self.append(record, &slots, &unescaped, &mut builders);
+                    self.append(record, slots, &unescaped, &mut columns, good_rows);
                     good_rows += 1;
+                    good_bytes += record.len();
                 }
                 Err(reason) => dead_letters.push(DeadLetter { record_index, reason }),
             }
         }
-        let columns: Vec<ArrayRef> = builders
-            .into_iter()
-            .map(|builder| -> ArrayRef {
-                match builder {
-                    ColumnBuilder::Utf8(mut builder) => Arc::new(builder.finish()),
-                    ColumnBuilder::Int64(mut builder) => Arc::new(builder.finish()),
-                    ColumnBuilder::Float64(mut builder) => Arc::new(builder.finish()),
-                    ColumnBuilder::Boolean(mut builder) => Arc::new(builder.finish()),
-                }
-            })
-            .collect();
+        let columns: Vec<ArrayRef> = columns.into_iter().map(|column| column.finish(good_rows)).collect();
         let options = RecordBatchOptions::new().with_row_count(Some(good_rows));
         let batch = RecordBatch::try_new_with_options(self.output_schema(), columns, &options)
             .expect("columns are built from the output schema, one value per good record");
         DecodeOutput { batch, dead_letters }
     }
 
-    fn append(&self, record: &[u8], slots: &[Slot], unescaped: &[u8], builders: &mut [ColumnBuilder]) {
+    /// Appends one parsed record as row `row` of every output column.
+    fn append(&self, record: &[u8], slots: &[Slot], unescaped: &[u8], columns: &mut [ColumnBuilder], row: usize) {
         for (field, slot) in self.fields.iter().zip(slots) {
             let Some(output) = field.output else { continue };
-            match (&mut builders[output], *slot) {
-                (ColumnBuilder::Utf8(builder), Slot::Text { start, end, unescaped: from_buffer }) => {
-                    let bytes = if from_buffer { &unescaped[start..end] } else { &record[start..end] };
-                    // Validated when the record was parsed; this re-check is cheap and keeps the code safe.
-                    builder.append_value(std::str::from_utf8(bytes).expect("validated UTF-8"));
+            columns[output].push(*slot, record, unescaped, row);
+        }
+    }
+}
+
+/// One output column under construction, in plain vectors that Arrow adopts without copying
+/// when the call ends. Arrow's builders do the same job but cost several allocations and an
+/// `ArrayData` round trip each, which dominated decoding of the one-record batches that short
+/// intervals produce.
+struct ColumnBuilder {
+    values: ColumnValues,
+    /// Created at the column's first null, so a column without nulls has no bitmap at all.
+    validity: Option<BooleanBufferBuilder>,
+    rows_max: usize,
+}
+
+/// A null row holds a placeholder value (empty text, zero, false) under a cleared validity bit.
+enum ColumnValues {
+    /// Utf8 or Binary: row `i` is `bytes[offsets[i]..offsets[i + 1]]`.
+    Text {
+        offsets: Vec<i32>,
+        bytes: Vec<u8>,
+        binary: bool,
+    },
+    Int64(Vec<i64>),
+    Float64(Vec<f64>),
+    Boolean(BooleanBufferBuilder),
+}
+
+impl ColumnBuilder {
+    fn new(data_type: DataType, rows_max: usize, text_bytes_hint: usize) -> ColumnBuilder {
+        let values = match data_type {
+            DataType::Utf8 | DataType::Binary => {
+                let mut offsets = Vec::with_capacity(rows_max + 1);
+                offsets.push(0);
+                ColumnValues::Text {
+                    offsets,
+                    bytes: Vec::with_capacity(text_bytes_hint),
+                    binary: data_type == DataType::Binary,
                 }
-                (ColumnBuilder::Int64(builder), Slot::Int(value)) => builder.append_value(value),
-                (ColumnBuilder::Float64(builder), Slot::Float(value)) => builder.append_value(value),
-                (ColumnBuilder::Boolean(builder), Slot::Bool(value)) => builder.append_value(value),
-                (ColumnBuilder::Utf8(builder), _) => builder.append_null(),
-                (ColumnBuilder::Int64(builder), _) => builder.append_null(),
-                (ColumnBuilder::Float64(builder), _) => builder.append_null(),
-                (ColumnBuilder::Boolean(builder), _) => builder.append_null(),
+            }
+            DataType::Int64 => ColumnValues::Int64(Vec::with_capacity(rows_max)),
+            DataType::Float64 => ColumnValues::Float64(Vec::with_capacity(rows_max)),
+            DataType::Boolean => ColumnValues::Boolean(BooleanBufferBuilder::new(rows_max)),
+        };
+        ColumnBuilder { values, validity: None, rows_max }
+    }
+
+    /// Appends `slot` as row `row`. After a successful parse a slot is either null or of the
+    /// column's type, so any other kind is stored as null.
+    fn push(&mut self, slot: Slot, record: &[u8], unescaped: &[u8], row: usize) {
+        let valid = match (&mut self.values, slot) {
+            (ColumnValues::Text { offsets, bytes, .. }, Slot::Text { start, end, unescaped: from_buffer }) => {
+                bytes.extend_from_slice(if from_buffer { &unescaped[start..end] } else { &record[start..end] });
+                offsets.push(text_offset(bytes.len()));
+                true
+            }
+            (ColumnValues::Int64(values), Slot::Int(value)) => {
+                values.push(value);
+                true
+            }
+            (ColumnValues::Float64(values), Slot::Float(value)) => {
+                values.push(value);
+                true
+            }
+            (ColumnValues::Boolean(values), Slot::Bool(value)) => {
+                values.append(value);
+                true
+            }
+            (ColumnValues::Text { offsets, bytes, .. }, _) => {
+                offsets.push(text_offset(bytes.len()));
+                false
+            }
+            (ColumnValues::Int64(values), _) => {
+                values.push(0);
+                false
+            }
+            (ColumnValues::Float64(values), _) => {
+                values.push(0.0);
+                false
+            }
+            (ColumnValues::Boolean(values), _) => {
+                values.append(false);
+                false
+            }
+        };
+        match &mut self.validity {
+            Some(validity) => validity.append(valid),
+            None if valid => {}
+            None => {
+                let mut validity = BooleanBufferBuilder::new(self.rows_max);
+                validity.append_n(row, true);
+                validity.append(false);
+                self.validity = Some(validity);
             }
         }
     }
+
+    fn finish(self, rows: usize) -> ArrayRef {
+        let nulls = self.validity.map(|mut validity| NullBuffer::new(validity.finish()));
+        debug_assert!(nulls.as_ref().is_none_or(|nulls| nulls.len() == rows));
+        let array: ArrayRef = match self.values {
+            ColumnValues::Text { offsets, bytes, binary } => {
+                debug_assert_eq!(offsets.len(), rows + 1);
+                let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+                let bytes = Buffer::from_vec(bytes);
+                // Arrow validates the text once more here. Parsing already did (whole record
+                // UTF-8, values split at ASCII quotes, escapes encoded by `char`), so a failure
+                // is a bug in this file. The check costs about 1% of a decode; skipping it would
+                // take `unsafe`, which that is not worth.
+                if binary {
+                    Arc::new(BinaryArray::try_new(offsets, bytes, nulls).expect("offsets built in order"))
+                } else {
+                    Arc::new(StringArray::try_new(offsets, bytes, nulls).expect("text validated while parsing"))
+                }
+            }
+            ColumnValues::Int64(values) => Arc::new(Int64Array::new(ScalarBuffer::from(values), nulls)),
+            ColumnValues::Float64(values) => Arc::new(Float64Array::new(ScalarBuffer::from(values), nulls)),
+            ColumnValues::Boolean(mut values) => Arc::new(BooleanArray::new(values.finish(), nulls)),
+        };
+        assert_eq!(array.len(), rows, "one value per good record");
+        array
+    }
+}
+
+/// `decode` keeps every column's text under `TEXT_BYTES_MAX`, so this cannot fail.
+fn text_offset(length: usize) -> i32 {
+    i32::try_from(length).expect("text bytes bounded by TEXT_BYTES_MAX")
 }
 
 struct RecordParser<'a> {
@@ -676,6 +804,19 @@ mod tests {
     }
 
     #[test]
+    fn binary_fields_decode_to_the_bytes_of_the_string() {
+        let schema = Schema::new(vec![Field::new("payload", DataType::Binary).nullable()]);
+        let decoder = JsonDecoder::new(&schema, &["payload".to_string()], 200).expect("decoder");
+        let mut raw = RawRecords::new();
+        raw.push(br#"{"payload": "caf\u00e9"}"#);
+        raw.push(br#"{"payload": null}"#);
+        let output = decoder.decode(&raw);
+        assert!(output.dead_letters.is_empty(), "{:?}", output.dead_letters);
+        let payloads: Vec<Option<&[u8]>> = output.batch.column(0).as_binary::<i32>().iter().collect();
+        assert_eq!(payloads, vec![Some("café".as_bytes()), None]);
+    }
+
+    #[test]
     fn invalid_utf8_is_a_dead_letter() {
         let decoder = JsonDecoder::new(&schema(), &[], 200).expect("decoder");
         let mut raw = RawRecords::new();
@@ -716,6 +857,295 @@ mod tests {
                 prop_assert_eq!((!decoded_scores.is_null(row)).then(|| decoded_scores.value(row)), *score);
                 let oks = output.batch.column(3).as_boolean();
                 prop_assert_eq!((!oks.is_null(row)).then(|| oks.value(row)), *ok);
+            }
+        }
+    }
+
+    /// What a generated record says for one field, before it is written as JSON.
+    #[derive(Debug, Clone)]
+    enum Written {
+        Missing,
+        Null,
+        /// A value of a type the field does not accept.
+        WrongType,
+        Text(String),
+        Int(i64),
+        Float(f64),
+        Bool(bool),
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    enum Damage {
+        None,
+        /// The record is cut short before its closing brace.
+        Truncated,
+        /// A field of the schema is written twice.
+        DuplicateKey,
+    }
+
+    #[derive(Debug, Clone)]
+    struct GeneratedRecord {
+        values: Vec<Written>,
+        /// Seeds every choice of how to write the record: key order, spacing, escapes, quoting.
+        style: u64,
+        damage: Damage,
+    }
+
+    /// Every type, nullable and not, so each column kind meets values, nulls and bad input.
+    fn reference_schema() -> Schema {
+        Schema::new(vec![
+            Field::new("name", DataType::Utf8),
+            Field::new("note", DataType::Utf8).nullable(),
+            Field::new("time", DataType::Int64),
+            Field::new("count", DataType::Int64).nullable(),
+            Field::new("score", DataType::Float64).nullable(),
+            Field::new("ok", DataType::Boolean).nullable(),
+            Field::new("flag", DataType::Boolean),
+        ])
+    }
+
+    fn arbitrary_text() -> impl Strategy<Value = String> {
+        let special = proptest::sample::select(vec![
+            '"', '\\', '/', '\n', '\t', '\r', '\u{8}', '\u{c}', '\u{1}', '\u{7f}', 'é', '😀',
+        ]);
+        proptest::collection::vec(prop_oneof![3 => any::<char>(), 2 => special], 0..10)
+            .prop_map(|chars| chars.into_iter().collect())
+    }
+
+    fn arbitrary_written(data_type: DataType) -> BoxedStrategy<Written> {
+        let value = match data_type {
+            DataType::Utf8 | DataType::Binary => arbitrary_text().prop_map(Written::Text).boxed(),
+            DataType::Int64 => any::<i64>().prop_map(Written::Int).boxed(),
+            DataType::Float64 => any::<f64>()
+                .prop_filter("JSON numbers are finite", |value| value.is_finite())
+                .prop_map(Written::Float)
+                .boxed(),
+            DataType::Boolean => any::<bool>().prop_map(Written::Bool).boxed(),
+        };
+        prop_oneof![
+            24 => value,
+            1 => Just(Written::Missing),
+            1 => Just(Written::Null),
+            1 => Just(Written::WrongType),
+        ]
+        .boxed()
+    }
+
+    fn arbitrary_record() -> impl Strategy<Value = GeneratedRecord> {
+        let values: Vec<_> = reference_schema().fields.iter().map(|field| arbitrary_written(field.data_type)).collect();
+        let damage =
+            prop_oneof![12 => Just(Damage::None), 1 => Just(Damage::Truncated), 1 => Just(Damage::DuplicateKey)];
+        (values, any::<u64>(), damage).prop_map(|(values, style, damage)| GeneratedRecord { values, style, damage })
+    }
+
+    /// A splitmix64 stream: the writing choices for one record, reproducible from its seed.
+    struct Choices(u64);
+
+    impl Choices {
+        fn below(&mut self, bound: u64) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut mixed = self.0;
+            mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            (mixed ^ (mixed >> 31)) % bound
+        }
+
+        fn space(&mut self) -> &'static str {
+            ["", " ", "\n\t ", "\r\n"][self.below(4) as usize]
+        }
+    }
+
+    /// Writes `text` as a JSON string, escaping by choice as well as by necessity.
+    fn write_string(text: &str, choices: &mut Choices) -> String {
+        let mut out = String::from("\"");
+        for character in text.chars() {
+            let short = match character {
+                '\n' => Some("\\n"),
+                '\t' => Some("\\t"),
+                '\r' => Some("\\r"),
+                '\u{8}' => Some("\\b"),
+                '\u{c}' => Some("\\f"),
+                '/' => Some("\\/"),
+                _ => None,
+            };
+            match (character, short) {
+                ('"', _) => out.push_str("\\\""),
+                ('\\', _) => out.push_str("\\\\"),
+                (_, Some(short)) if choices.below(2) == 0 => out.push_str(short),
+                (character, _) if (character as u32) < 0x20 || choices.below(4) == 0 => {
+                    let upper = choices.below(2) == 0;
+                    for unit in character.encode_utf16(&mut [0u16; 2]) {
+                        out.push_str(&if upper { format!("\\u{unit:04X}") } else { format!("\\u{unit:04x}") });
+                    }
+                }
+                (character, _) => out.push(character),
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    fn write_number(number: String, choices: &mut Choices) -> String {
+        if choices.below(2) == 0 {
+            format!("\"{number}\"")
+        } else {
+            number
+        }
+    }
+
+    /// The record's bytes, and whether its damage actually applied (a duplicate needs a field).
+    fn write_record(record: &GeneratedRecord) -> (Vec<u8>, bool) {
+        let schema = reference_schema();
+        let mut choices = Choices(record.style);
+        let mut pairs = Vec::new();
+        for (field, value) in schema.fields.iter().zip(&record.values) {
+            let value = match value {
+                Written::Missing => continue,
+                Written::Null => "null".to_string(),
+                Written::WrongType => match field.data_type {
+                    DataType::Utf8 | DataType::Binary => ["12", "true", "[\"a\"]"][choices.below(3) as usize].into(),
+                    DataType::Int64 => ["\"soon\"", "2.5", "1e3", "true"][choices.below(4) as usize].into(),
+                    DataType::Float64 => ["\"x\"", "true", "{}"][choices.below(3) as usize].into(),
+                    DataType::Boolean => ["\"true\"", "1", "nul"][choices.below(3) as usize].into(),
+                },
+                Written::Text(text) => write_string(text, &mut choices),
+                Written::Int(number) => write_number(number.to_string(), &mut choices),
+                Written::Float(number) => write_number(serde_json::json!(number).to_string(), &mut choices),
+                Written::Bool(value) => value.to_string(),
+            };
+            let key = if choices.below(4) == 0 {
+                let (first, rest) = field.name.split_at(1);
+                format!("\"\\u{:04x}{rest}\"", u32::from(first.as_bytes()[0]))
+            } else {
+                format!("\"{}\"", field.name)
+            };
+            pairs.push((key, value));
+        }
+        let duplicated = matches!(record.damage, Damage::DuplicateKey) && !pairs.is_empty();
+        if duplicated {
+            pairs.push(pairs[0].clone());
+        }
+        if choices.below(3) == 0 {
+            pairs.push(("\"extra\"".into(), r#"{"a": [1, "}", null, {"b": -2.5e-3}], "name": 7}"#.into()));
+        }
+        for index in (1..pairs.len()).rev() {
+            pairs.swap(index, choices.below(index as u64 + 1) as usize);
+        }
+        let mut out = format!("{}{{", choices.space());
+        for (index, (key, value)) in pairs.iter().enumerate() {
+            let comma = if index == 0 { "" } else { "," };
+            out.push_str(&format!(
+                "{comma}{}{key}{}:{}{value}{}",
+                choices.space(),
+                choices.space(),
+                choices.space(),
+                choices.space()
+            ));
+        }
+        out.push('}');
+        out.push_str(choices.space());
+        let mut bytes = out.into_bytes();
+        let truncated = matches!(record.damage, Damage::Truncated);
+        if truncated {
+            // Any cut before the closing brace leaves something that is not an object (a cut
+            // inside a character leaves invalid UTF-8, which is refused too).
+            let close = bytes.iter().rposition(|&byte| byte == b'}').expect("written above");
+            bytes.truncate(choices.below(close as u64 + 1) as usize);
+        }
+        (bytes, duplicated || truncated)
+    }
+
+    /// The naive reference: a record is good when it was written whole, within the size limit,
+    /// with every field of the right type and every non-nullable field present and not null.
+    fn reference_decode(
+        records: &[GeneratedRecord],
+        written: &[(Vec<u8>, bool)],
+        projection: &[String],
+        max_record_bytes: u32,
+    ) -> (RecordBatch, Vec<usize>) {
+        let schema = reference_schema();
+        let mut good = Vec::new();
+        let mut dead = Vec::new();
+        for (index, (record, (bytes, damaged))) in records.iter().zip(written).enumerate() {
+            let fields_ok = schema.fields.iter().zip(&record.values).all(|(field, value)| match value {
+                Written::WrongType => false,
+                Written::Missing | Written::Null => field.nullable,
+                _ => true,
+            });
+            if !damaged && bytes.len() <= max_record_bytes as usize && fields_ok {
+                good.push(record);
+            } else {
+                dead.push(index);
+            }
+        }
+        let columns: Vec<ArrayRef> = schema
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|(_, field)| projection.contains(&field.name))
+            .map(|(position, field)| -> ArrayRef {
+                let values = good.iter().map(|record| &record.values[position]);
+                match field.data_type {
+                    DataType::Utf8 | DataType::Binary => {
+                        Arc::new(StringArray::from_iter(values.map(|value| match value {
+                            Written::Text(text) => Some(text.clone()),
+                            _ => None,
+                        })))
+                    }
+                    DataType::Int64 => Arc::new(Int64Array::from_iter(values.map(|value| match value {
+                        Written::Int(number) => Some(*number),
+                        _ => None,
+                    }))),
+                    DataType::Float64 => Arc::new(Float64Array::from_iter(values.map(|value| match value {
+                        Written::Float(number) => Some(*number),
+                        _ => None,
+                    }))),
+                    DataType::Boolean => Arc::new(BooleanArray::from_iter(values.map(|value| match value {
+                        Written::Bool(value) => Some(*value),
+                        _ => None,
+                    }))),
+                }
+            })
+            .collect();
+        let arrow_schema = crate::types::to_arrow_schema(&Schema::new(
+            schema.fields.iter().filter(|field| projection.contains(&field.name)).cloned().collect(),
+        ));
+        let options = RecordBatchOptions::new().with_row_count(Some(good.len()));
+        let batch = RecordBatch::try_new_with_options(arrow_schema, columns, &options).expect("reference batch");
+        (batch, dead)
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_the_naive_reference(
+            records in proptest::collection::vec(arbitrary_record(), 0..12),
+            projection_mask in any::<u8>(),
+            max_record_bytes in prop_oneof![3 => Just(4096u32), 1 => 40u32..400],
+        ) {
+            let schema = reference_schema();
+            let projection: Vec<String> = schema
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(position, _)| projection_mask & (1 << position) != 0)
+                .map(|(_, field)| field.name.clone())
+                .collect();
+            let written: Vec<(Vec<u8>, bool)> = records.iter().map(write_record).collect();
+            let mut raw = RawRecords::new();
+            for (bytes, _) in &written {
+                raw.push(bytes);
+            }
+            let decoder = JsonDecoder::new(&schema, &projection, max_record_bytes).expect("decoder");
+            let output = decoder.decode(&raw);
+            let (expected, expected_dead) = reference_decode(&records, &written, &projection, max_record_bytes);
+            let dead: Vec<usize> = output.dead_letters.iter().map(|letter| letter.record_index).collect();
+            prop_assert_eq!(dead, expected_dead, "dead letters: {:?}", output.dead_letters);
+            prop_assert_eq!(&output.batch, &expected);
+            for column in output.batch.columns() {
+                prop_assert!(
+                    column.nulls().is_none_or(|nulls| nulls.null_count() > 0),
+                    "a validity bitmap only where a null occurs"
+                );
             }
         }
     }
