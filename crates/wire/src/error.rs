@@ -21,10 +21,13 @@ pub enum WireError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    #[error("data block is not valid Arrow IPC")]
-    Ipc(#[source] arrow_schema::ArrowError),
     #[error("data block is malformed: {0}")]
     BadBlock(String),
+    /// A bug in the sender: plans name only the types a block carries.
+    #[error("column {column:?} has type {data_type}, which a data block cannot carry")]
+    UnsupportedColumnType { column: String, data_type: arrow_schema::DataType },
+    #[error("data block cannot carry {what} {length}: the limit is {limit}")]
+    BlockTooLarge { what: &'static str, length: u64, limit: u64 },
     /// The socket failed; reconnecting may help.
     #[error("connection failed")]
     Io(#[source] std::io::Error),

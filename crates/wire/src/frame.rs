@@ -7,7 +7,7 @@
 //! Payloads come in two encodings. Messages between sleet processes are `Binary` (postcard:
 //! compact, and several times cheaper to encode and decode than JSON, which matters because
 //! a status message carries one report per task). Messages with clients are `Control` (JSON),
-//! whose job files users read and write. Data frames carry a binary header and Arrow IPC.
+//! whose job files users read and write. Data frames carry a binary header and a block (`block_codec`).
 
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use crate::error::WireError;
 
 /// Bumped on any incompatible change to frames or messages.
-pub const PROTOCOL_VERSION: u16 = 2;
+pub const PROTOCOL_VERSION: u16 = 3;
 /// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
 const MAGIC: [u8; 4] = *b"SLET";

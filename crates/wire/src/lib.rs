@@ -5,18 +5,18 @@
 //!  worker ◀─RegisterJob / LaunchGroup──── driver ──Progress / Finished──▶ client
 //!         ◀─(bsp) LaunchTask
 //!  worker ──Announce (block metadata)──▶ worker (peer)
-//!  worker ──Fetch──▶ worker (peer) ──Data frames (Arrow IPC)──▶ worker
+//!  worker ──Fetch──▶ worker (peer) ──Data frames (columnar blocks)──▶ worker
 //! ```
 //!
 //! Every connection starts with a `Hello` each way (magic, protocol version, role); after
 //! that, frames are `[u32 length][u8 kind][payload]`. Client payloads are JSON (serde); driver,
 //! worker and peer payloads are binary (postcard); data payloads are a binary header followed
-//! by Arrow IPC stream bytes.
+//! by one block in the columnar format of `block_codec`.
 
+pub mod block_codec;
 pub mod clock;
 pub mod error;
 pub mod frame;
-pub mod ipc;
 pub mod json_text;
 pub mod message;
 

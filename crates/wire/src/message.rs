@@ -355,42 +355,59 @@ pub struct GroupRecord {
 pub enum PeerRequest {
     /// Answered by one data frame per block, in order.
     Fetch { blocks: Vec<BlockId> },
-    /// Pushed metadata, as many announcements as were queued; not answered.
-    Announce(Vec<BlocksAnnounced>),
+    /// Pushed metadata; not answered.
+    Announce(BlocksAnnounced),
 }
 
-/// A map task's output for the reduce partitions one worker owns: pushed by the map side as
-/// soon as the task ends, so the reduce tasks become ready without asking the driver. Empty
-/// outputs are announced too (rows 0): a reducer counts one announcement per map partition
-/// and would otherwise wait forever for a partition that produced nothing for it.
+/// Map outputs one worker holds for the reduce partitions another worker owns, as many map
+/// tasks' as were queued: pushed by the map side as soon as each task ends, so the reduce
+/// tasks become ready without asking the driver. Empty outputs are announced too (rows 0): a
+/// reducer counts one announcement per map partition and would otherwise wait forever for
+/// a partition that produced nothing for it.
+///
+/// The holder is named once per frame and every entry is a flat, fixed-size record, so a
+/// frame of many announcements costs one allocation to decode.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BlocksAnnounced {
-    pub map_task: TaskId,
-    pub reduce_stage: StageId,
     pub holder: WorkerId,
     /// The holder's shuffle address, where the blocks are pulled from.
     pub holder_address: String,
-    pub blocks: Vec<BlockMeta>,
+    pub entries: Vec<AnnouncedBlock>,
+}
+
+/// One map task's output for one reduce partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnnouncedBlock {
+    pub map_task: TaskId,
+    pub reduce_stage: StageId,
+    pub meta: BlockMeta,
+}
+
+impl AnnouncedBlock {
+    /// The reduce task this entry feeds.
+    pub fn reduce_task(&self) -> TaskId {
+        TaskId {
+            job: self.map_task.job,
+            stage: self.reduce_stage,
+            partition: self.meta.reduce_partition,
+            batch: self.map_task.batch,
+        }
+    }
 }
 
 impl BlocksAnnounced {
-    /// The reduce task each entry feeds and, for a non-empty block, where to pull it.
-    pub fn inputs(&self) -> impl Iterator<Item = (TaskId, Option<BlockLocation>)> + '_ {
-        self.blocks.iter().map(move |meta| {
-            let reduce_task = TaskId {
-                job: self.map_task.job,
-                stage: self.reduce_stage,
-                partition: meta.reduce_partition,
-                batch: self.map_task.batch,
-            };
-            let location = (meta.rows > 0).then(|| BlockLocation {
-                block: BlockId::of(self.map_task, meta.reduce_partition),
+    /// For every entry: the reduce task it feeds, the map partition it comes from and, for
+    /// a non-empty block, where to pull it.
+    pub fn inputs(&self) -> impl Iterator<Item = (TaskId, u32, Option<BlockLocation>)> + '_ {
+        self.entries.iter().map(move |entry| {
+            let location = (entry.meta.rows > 0).then(|| BlockLocation {
+                block: BlockId::of(entry.map_task, entry.meta.reduce_partition),
                 worker: self.holder,
                 address: self.holder_address.clone(),
-                rows: meta.rows,
-                bytes: meta.bytes,
+                rows: entry.meta.rows,
+                bytes: entry.meta.bytes,
             });
-            (reduce_task, location)
+            (entry.reduce_task(), entry.map_task.partition, location)
         })
     }
 }

@@ -13,8 +13,9 @@ pub enum WorkerError {
     #[error("fetching shuffle blocks from {address} failed")]
     Fetch {
         address: String,
+        /// Shared: one failed round trip fails every fetch it carried.
         #[source]
-        source: WireError,
+        source: std::sync::Arc<WireError>,
     },
     /// The queue towards a peer is closed: its connection failed, so it may have died.
     #[error("announcing blocks to worker {worker} at {address} failed")]

@@ -19,7 +19,9 @@
 //! worker may finish before this worker has read its own copy of the group), so inputs for
 //! unknown tasks wait in `early_inputs` until the task arrives.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use sleet_plan::StageId;
 use sleet_wire::{JobId, TaskId};
@@ -121,18 +123,18 @@ impl<T, I> LocalScheduler<T, I> {
     pub fn with_ordered_ahead(ordered_ahead: usize) -> Self {
         assert!(ordered_ahead >= 1, "a stateful partition runs at least one batch at a time");
         LocalScheduler {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             timed: BTreeSet::new(),
             ready: BTreeSet::new(),
-            held_by_order: HashMap::new(),
-            released_ordered: HashMap::new(),
+            held_by_order: HashMap::default(),
+            released_ordered: HashMap::default(),
             ordered_ahead,
-            early_inputs: HashMap::new(),
+            early_inputs: HashMap::default(),
             early_inputs_len: 0,
-            last_started: HashMap::new(),
-            running_ordered: HashMap::new(),
-            waiting_ordered: HashMap::new(),
-            last_batch: HashMap::new(),
+            last_started: HashMap::default(),
+            running_ordered: HashMap::default(),
+            waiting_ordered: HashMap::default(),
+            last_batch: HashMap::default(),
         }
     }
 }

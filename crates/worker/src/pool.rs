@@ -3,6 +3,14 @@
 //!
 //! Running one monotask per core (and one writer per disk) is what makes a monotask's run
 //! time a clean measure of its resource use: it never shares the core with another.
+//!
+//! A worker with one core runs its cpu monotasks inline, on the thread of its event loop.
+//! That thread is the core: a pool thread beside it would only share the same core, and each
+//! monotask would pay two thread hand-offs (a wake-up of the pool thread, then one of the
+//! event loop), which for a monotask of a few microseconds cost more than its work. One
+//! monotask still runs at a time, and each keeps its record. The price: while a monotask
+//! runs, this worker's network I/O (serving fetches, reading announcements) waits for it,
+//! as it would for the core under a pool.
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -17,9 +25,18 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 
 pub struct ResourcePool {
     name: &'static str,
-    sender: mpsc::Sender<Job>,
-    /// Bounds the queue: a submitter waits for a slot instead of growing the queue.
-    slots: Arc<Semaphore>,
+    runner: Runner,
+}
+
+enum Runner {
+    Threads {
+        sender: mpsc::Sender<Job>,
+        /// Bounds the queue: a submitter waits for a slot instead of growing the queue.
+        slots: Arc<Semaphore>,
+    },
+    /// On the caller's thread, which must be the only one submitting (a current-thread
+    /// runtime): that is what keeps it to one monotask at a time.
+    Inline,
 }
 
 /// The value a monotask body returns, with the bytes it processed for its record.
@@ -49,7 +66,13 @@ impl ResourcePool {
                 })
                 .expect("spawning a pool thread");
         }
-        ResourcePool { name, sender, slots: Arc::new(Semaphore::new(queue_len_max)) }
+        ResourcePool { name, runner: Runner::Threads { sender, slots: Arc::new(Semaphore::new(queue_len_max)) } }
+    }
+
+    /// A pool for one core that runs each monotask on the submitting thread (see the module
+    /// docs for when that is the better choice).
+    pub fn inline(name: &'static str) -> Self {
+        ResourcePool { name, runner: Runner::Inline }
     }
 
     /// Queues `body` as one monotask of `kind` and resolves when it has run.
@@ -97,14 +120,18 @@ impl ResourcePool {
     /// resolves with its result. The slot is freed before the result is handed back.
     async fn dispatch<R: Send + 'static>(&self, work: impl FnOnce(i64) -> R + Send + 'static) -> R {
         let queued_at_us = now_us();
-        let permit = Arc::clone(&self.slots).acquire_owned().await.expect("pool semaphore is never closed");
+        let (sender, slots) = match &self.runner {
+            Runner::Threads { sender, slots } => (sender, slots),
+            Runner::Inline => return work(queued_at_us),
+        };
+        let permit = Arc::clone(slots).acquire_owned().await.expect("pool semaphore is never closed");
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move || {
             let result = work(queued_at_us);
             drop(permit);
             let _ = done_tx.send(result);
         });
-        self.sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
+        sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
         done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
     }
 }
@@ -130,6 +157,20 @@ mod tests {
         assert_eq!(record.bytes, 42);
         assert!(record.queued_at_us <= record.started_at_us);
         assert!(record.run_us() >= 5_000, "run time {} us covers the sleep", record.run_us());
+    }
+
+    #[test]
+    fn an_inline_pool_runs_on_the_calling_thread_and_keeps_records() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        let pool = ResourcePool::inline("cpu");
+        let caller = thread::current().id();
+        let (ran_on, record) = runtime.block_on(pool.run(MonotaskKind::MapCompute, move || {
+            thread::sleep(std::time::Duration::from_millis(2));
+            Measured { value: thread::current().id(), bytes: 9 }
+        }));
+        assert_eq!(ran_on, caller);
+        assert_eq!((record.kind, record.bytes), (MonotaskKind::MapCompute, 9));
+        assert!(record.queued_at_us <= record.started_at_us && record.run_us() >= 2_000);
     }
 
     #[test]

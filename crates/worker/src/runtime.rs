@@ -92,7 +92,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let listener = TcpListener::bind(&config.shuffle_listen).await?;
     let shuffle_address = listener.local_addr()?.to_string();
     let store = Arc::new(BlockStore::default());
-    let (announced_tx, announced_rx) = mpsc::channel::<Vec<BlocksAnnounced>>(ANNOUNCEMENT_QUEUE_LEN_MAX);
+    let (announced_tx, announced_rx) = mpsc::channel::<BlocksAnnounced>(ANNOUNCEMENT_QUEUE_LEN_MAX);
     tokio::spawn(shuffle::serve(listener, Arc::clone(&store), announced_tx.clone()));
 
     let mut connection = Connection::connect(&config.driver_address, Role::Worker).await?;
@@ -113,7 +113,10 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let ctx = Arc::new(WorkerContext {
         worker,
         shuffle_address: shuffle_address.clone(),
-        cpu: ResourcePool::new("cpu", config.cores.max(1) as usize, MONOTASK_QUEUE_LEN_MAX),
+        cpu: match config.cores {
+            0 | 1 => ResourcePool::inline("cpu"),
+            cores => ResourcePool::new("cpu", cores as usize, MONOTASK_QUEUE_LEN_MAX),
+        },
         disk: ResourcePool::new("disk", 1, MONOTASK_QUEUE_LEN_MAX),
         net: Arc::new(Semaphore::new(config.fetches_in_flight_max.max(1))),
         store,
@@ -238,7 +241,7 @@ impl SchedulerShell {
     async fn run(
         mut self,
         mut events_rx: mpsc::Receiver<SchedulerEvent>,
-        mut announced_rx: mpsc::Receiver<Vec<BlocksAnnounced>>,
+        mut announced_rx: mpsc::Receiver<BlocksAnnounced>,
     ) {
         loop {
             let now = now_ms();
@@ -255,12 +258,8 @@ impl SchedulerShell {
                     Some(event) => self.handle(event).await,
                     None => return,
                 },
-                announcements = announced_rx.recv() => match announcements {
-                    Some(announcements) => {
-                        for announcement in announcements {
-                            self.take_announcement(announcement);
-                        }
-                    }
+                announcement = announced_rx.recv() => match announcement {
+                    Some(announcement) => self.take_announcement(announcement),
                     None => return,
                 },
                 _ = tokio::time::sleep(wait) => {}
@@ -306,8 +305,7 @@ impl SchedulerShell {
     }
 
     fn take_announcement(&mut self, announcement: BlocksAnnounced) {
-        let map_partition = announcement.map_task.partition;
-        for (reduce_task, location) in announcement.inputs() {
+        for (reduce_task, map_partition, location) in announcement.inputs() {
             if self.scheduler.announce(&reduce_task, map_partition, location) == Announced::Overflow {
                 eprintln!(
                     "sleet worker {}: dropped an announcement for {reduce_task}: too many for tasks that never arrived",
@@ -324,9 +322,7 @@ impl SchedulerShell {
         let owners: HashMap<StageId, Arc<Downstream>> = launch
             .downstream
             .iter()
-            .map(|stage| {
-                (stage.stage, Arc::new(Downstream { reduce_stage: stage.stage, owners: stage.owners.clone() }))
-            })
+            .map(|stage| (stage.stage, Arc::new(Downstream::new(stage.stage, &stage.owners))))
             .collect();
         let mut idle_source_slots = Vec::new();
         let mut tasks_taken = 0;
@@ -450,7 +446,7 @@ impl SchedulerShell {
                     .or_insert_with(|| Arc::new(StateTurn::new(task.batch))),
             )
         });
-        tokio::spawn(async move {
+        let future = async move {
             let mut report =
                 run_task(Arc::clone(&ctx), plan.job, TaskDescriptor { task, input }, plan.group, turn).await;
             if let (TaskOutcome::Succeeded(stats), Some(downstream)) = (&report.outcome, &plan.announce_to) {
@@ -463,6 +459,7 @@ impl SchedulerShell {
             let finished_at_us = report.finished_at_us;
             let _ = events.send(SchedulerEvent::Finished { task, source, finished_at_us }).await;
             let _ = outgoing.send(Outgoing::Report(report)).await;
-        });
+        };
+        tokio::spawn(future);
     }
 }

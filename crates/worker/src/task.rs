@@ -127,7 +127,9 @@ async fn execute(
             result
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
-            let batches = fetch_blocks(ctx, blocks, monotasks).await?;
+            // Boxed: a fetch's state is large and only reduce tasks need it, while every
+            // task's future is moved whole when it is spawned.
+            let batches = Box::pin(fetch_blocks(ctx, blocks, monotasks)).await?;
             if let Some(turn) = turn {
                 turn_held = Some(turn.take(task.batch).await);
             }
@@ -168,15 +170,14 @@ async fn execute(
     let to_stdout = matches!(sink_spec, Some(SinkSpec::Stdout));
     if dead_letter_writer.is_some() || sink.is_some() || (to_stdout && !writes.sink_bytes.is_empty()) {
         let (partition, batch) = (task.partition, task.batch);
-        let (result, record) = ctx
-            .disk
-            .run(MonotaskKind::SinkWrite, move || {
-                let bytes = writes.sink_bytes.len() as u64
-                    + writes.dead_letters.iter().map(|(_, record)| record.len() as u64).sum::<u64>();
-                let result = write_out(&writes, sink, dead_letter_writer, to_stdout, batch, partition);
-                Measured { value: result, bytes }
-            })
-            .await;
+        // Boxed for the same reason as the fetch: only tasks that write need this state.
+        let (result, record) = Box::pin(ctx.disk.run(MonotaskKind::SinkWrite, move || {
+            let bytes = writes.sink_bytes.len() as u64
+                + writes.dead_letters.iter().map(|(_, record)| record.len() as u64).sum::<u64>();
+            let result = write_out(&writes, sink, dead_letter_writer, to_stdout, batch, partition);
+            Measured { value: result, bytes }
+        }))
+        .await;
         monotasks.push(record);
         result?;
     }
@@ -265,7 +266,7 @@ async fn fetch_blocks(
             let queued_at_us = now_us();
             let _permit = ctx.net.acquire().await.expect("net scheduler is never closed");
             let started_at_us = now_us();
-            let result = ctx.shuffle.fetch(&address, &ids).await;
+            let result = ctx.shuffle.fetch(&address, ids).await;
             let record = MonotaskRecord {
                 kind: MonotaskKind::ShuffleFetch,
                 resource: MonotaskKind::ShuffleFetch.resource(),
