@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use crate::error::WireError;
 
 /// Bumped on any incompatible change to frames or messages.
-pub const PROTOCOL_VERSION: u16 = 3;
+pub const PROTOCOL_VERSION: u16 = 4;
 /// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
 const MAGIC: [u8; 4] = *b"SLET";
@@ -158,7 +158,49 @@ pub async fn write_control<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, 
 
 /// The binary encoding of a message between sleet processes.
 pub fn encode_binary<T: Serialize>(message: &T) -> Vec<u8> {
-    postcard::to_stdvec(message).expect("messages always serialize")
+    postcard::serialize_with_flavor(message, ByteVec(Vec::with_capacity(ENCODE_CAPACITY_INITIAL)))
+        .expect("messages always serialize")
+}
+
+/// Room for a launch or a few reports before the buffer has to grow.
+const ENCODE_CAPACITY_INITIAL: usize = 256;
+
+/// postcard's output to a `Vec`, minus a library call per value.
+///
+/// postcard hands every varint to its output as a slice of 1 to 10 bytes; its own `Vec`
+/// output copies each with `extend_from_slice`, a `memcpy` call whose set-up outweighs the
+/// copy at that size. A status message is mostly such varints (task ids, timestamps), and
+/// encoding it was the largest single cost of a worker's status path.
+struct ByteVec(Vec<u8>);
+
+/// Slices up to this long are pushed byte by byte: every varint fits.
+const BYTEWISE_LEN_MAX: usize = 16;
+
+impl postcard::ser_flavors::Flavor for ByteVec {
+    type Output = Vec<u8>;
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        if data.len() <= BYTEWISE_LEN_MAX {
+            self.0.reserve(data.len());
+            for &byte in data {
+                self.0.push(byte);
+            }
+        } else {
+            self.0.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<Vec<u8>> {
+        Ok(self.0)
+    }
 }
 
 pub fn decode_binary<T: DeserializeOwned>(payload: &[u8], what: &'static str) -> Result<T, WireError> {
@@ -289,6 +331,19 @@ mod tests {
     fn round_trips_a_frame() {
         let bytes = runtime().block_on(encoded(FrameKind::Control, b"{\"a\":1}"));
         check_read(bytes, 1024, Ok(Some(Frame { kind: FrameKind::Control, payload: b"{\"a\":1}".to_vec() })));
+    }
+
+    #[test]
+    fn the_binary_encoding_is_postcards() {
+        let long_text = "x".repeat(BYTEWISE_LEN_MAX * 40);
+        let message: (u8, u64, i64, i64, Vec<u32>, &str, &str) =
+            (7, u64::MAX, i64::MIN, 1_790_000_000_000_000, (0..300).collect(), "short", &long_text);
+        let encoded = encode_binary(&message);
+        assert_eq!(encoded, postcard::to_stdvec(&message).expect("postcard encodes"));
+        assert_eq!(
+            decode_binary::<(u8, u64, i64, i64, Vec<u32>, String, String)>(&encoded, "test").expect("decodes").6,
+            long_text
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod error;
 pub mod frame;
 pub mod json_text;
 pub mod message;
+mod report_codec;
 
 pub use error::{error_chain, WireError};
 pub use frame::{

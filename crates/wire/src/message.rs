@@ -185,7 +185,9 @@ pub struct GroupRegistered {
     pub coordination_wait_us: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Serialized by `report_codec`, which sends its times relative to the task's start.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(from = "crate::report_codec::TaskReportWire")]
 pub struct TaskReport {
     pub task: TaskId,
     pub worker: WorkerId,
@@ -195,9 +197,7 @@ pub struct TaskReport {
     pub monotasks: Vec<MonotaskRecord>,
     /// When the local scheduler started the task and when its last step ended (µs since the
     /// epoch, worker clock).
-    #[serde(default)]
     pub started_at_us: i64,
-    #[serde(default)]
     pub finished_at_us: i64,
 }
 
