@@ -16,4 +16,4 @@ pub mod summary;
 
 pub use percentile::percentile;
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
-pub use summary::{summarize, ResourceSummary};
+pub use summary::{summarize, MonotaskTotals, ResourceSummary};

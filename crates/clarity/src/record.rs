@@ -28,6 +28,15 @@ pub enum MonotaskKind {
 }
 
 impl MonotaskKind {
+    /// Every kind, in declaration order (the order of their discriminants).
+    pub const ALL: [MonotaskKind; 5] = [
+        MonotaskKind::SourceRead,
+        MonotaskKind::MapCompute,
+        MonotaskKind::ShuffleFetch,
+        MonotaskKind::ReduceCompute,
+        MonotaskKind::SinkWrite,
+    ];
+
     pub fn resource(self) -> Resource {
         match self {
             MonotaskKind::SourceRead | MonotaskKind::MapCompute | MonotaskKind::ReduceCompute => Resource::Cpu,

@@ -16,17 +16,56 @@ pub struct ResourceSummary {
 
 /// Sums run and queue time per monotask kind, and per resource under the key `"<resource>"`.
 pub fn summarize<'a>(records: impl IntoIterator<Item = &'a MonotaskRecord>) -> BTreeMap<String, ResourceSummary> {
-    let mut out: BTreeMap<String, ResourceSummary> = BTreeMap::new();
+    let mut totals = MonotaskTotals::default();
     for record in records {
-        for key in [kind_name(record.kind), resource_name(record.resource)] {
-            let entry = out.entry(key.to_string()).or_default();
-            entry.monotasks += 1;
-            entry.run_ms += record.run_us() as f64 / 1000.0;
-            entry.queue_ms += record.queue_us() as f64 / 1000.0;
-            entry.bytes += record.bytes;
-        }
+        totals.add(record);
     }
-    out
+    totals.summary()
+}
+
+/// Running sums per monotask kind, in constant space: what `summarize` returns, for a stream
+/// of records too long to keep. Adding a record is a few additions, which matters to the
+/// driver, which adds every monotask of the cluster.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MonotaskTotals {
+    by_kind: [KindTotals; MonotaskKind::ALL.len()],
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct KindTotals {
+    monotasks: u64,
+    run_us: i64,
+    queue_us: i64,
+    bytes: u64,
+}
+
+impl MonotaskTotals {
+    pub fn add(&mut self, record: &MonotaskRecord) {
+        debug_assert_eq!(record.resource, record.kind.resource(), "a monotask uses its kind's resource");
+        let totals = &mut self.by_kind[record.kind as usize];
+        totals.monotasks += 1;
+        totals.run_us += record.run_us();
+        totals.queue_us += record.queue_us();
+        totals.bytes += record.bytes;
+    }
+
+    /// Per kind and per resource, only those that ran at least one monotask.
+    pub fn summary(&self) -> BTreeMap<String, ResourceSummary> {
+        let mut out: BTreeMap<String, ResourceSummary> = BTreeMap::new();
+        for (kind, totals) in MonotaskKind::ALL.iter().zip(&self.by_kind) {
+            if totals.monotasks == 0 {
+                continue;
+            }
+            for key in [kind_name(*kind), resource_name(kind.resource())] {
+                let entry = out.entry(key.to_string()).or_default();
+                entry.monotasks += totals.monotasks;
+                entry.run_ms += totals.run_us as f64 / 1000.0;
+                entry.queue_ms += totals.queue_us as f64 / 1000.0;
+                entry.bytes += totals.bytes;
+            }
+        }
+        out
+    }
 }
 
 fn kind_name(kind: MonotaskKind) -> &'static str {
@@ -76,5 +115,18 @@ mod tests {
         assert_eq!(summary["cpu"].monotasks, 2);
         assert_eq!(summary["net"].bytes, 10);
         assert!(!summary.contains_key("disk"));
+    }
+
+    #[test]
+    fn totals_added_one_by_one_equal_the_summary_of_all() {
+        let records: Vec<MonotaskRecord> = (0..500)
+            .map(|i| record(MonotaskKind::ALL[i % MonotaskKind::ALL.len()], i as i64, 3 * i as i64, 7 * i as i64))
+            .collect();
+        let mut totals = MonotaskTotals::default();
+        records.iter().for_each(|record| totals.add(record));
+        let summary = totals.summary();
+        assert_eq!(summary, summarize(&records));
+        assert_eq!(summary["cpu"].monotasks, 300);
+        assert_eq!(summary["disk"].monotasks, 100);
     }
 }

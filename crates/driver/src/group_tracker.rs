@@ -26,6 +26,8 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
+
 use sleet_plan::StageId;
 use sleet_wire::{BatchRecord, GroupRegistered, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId};
 
@@ -76,11 +78,14 @@ struct GroupState {
 #[derive(Debug)]
 struct BatchState {
     group: u64,
-    outstanding: BTreeMap<TaskId, WorkerId>,
+    /// Hashed, not ordered: every task of every batch goes in and out once, and only the
+    /// rare `waiting_on` looks at them as a whole.
+    outstanding: FxHashMap<TaskId, WorkerId>,
     record: BatchRecord,
     launched_at_us: i64,
     /// Per stage: the first task start and the last task end (µs).
-    stage_spans: BTreeMap<StageId, (i64, i64)>,
+    /// A list, not a map: a plan has a stage or two, and this is touched once per task.
+    stage_spans: Vec<(StageId, (i64, i64))>,
 }
 
 #[derive(Debug)]
@@ -113,10 +118,10 @@ impl GroupTracker {
             let record = BatchRecord { batch, group: Some(spec.group), scheduled_end_ms, ..BatchRecord::default() };
             let state = BatchState {
                 group: spec.group,
-                outstanding: BTreeMap::new(),
+                outstanding: FxHashMap::default(),
                 record,
                 launched_at_us: i64::MAX,
-                stage_spans: BTreeMap::new(),
+                stage_spans: Vec::new(),
             };
             assert!(self.batches.insert(batch, state).is_none(), "batch {batch} is in two groups");
         }
@@ -190,9 +195,13 @@ impl GroupTracker {
         batch.record.dead_letters += stats.dead_letters;
         batch.launched_at_us = batch.launched_at_us.min(report.started_at_us);
         batch.record.finished_at_us = batch.record.finished_at_us.max(report.finished_at_us);
-        let span = batch.stage_spans.entry(task.stage).or_insert((report.started_at_us, report.finished_at_us));
-        span.0 = span.0.min(report.started_at_us);
-        span.1 = span.1.max(report.finished_at_us);
+        match batch.stage_spans.iter_mut().find(|(stage, _)| *stage == task.stage) {
+            Some((_, span)) => {
+                span.0 = span.0.min(report.started_at_us);
+                span.1 = span.1.max(report.finished_at_us);
+            }
+            None => batch.stage_spans.push((task.stage, (report.started_at_us, report.finished_at_us))),
+        }
         if batch.outstanding.is_empty() {
             let group_id = batch.group;
             let batch = self.batches.remove(&task.batch).expect("present");
@@ -205,7 +214,11 @@ impl GroupTracker {
 
     fn finish_record(&self, batch: BatchState) -> BatchRecord {
         let span_ms = |stage: StageId| {
-            batch.stage_spans.get(&stage).map_or(0.0, |(start, end)| (end - start).max(0) as f64 / 1000.0)
+            batch
+                .stage_spans
+                .iter()
+                .find(|(spanned, _)| *spanned == stage)
+                .map_or(0.0, |(_, (start, end))| (end - start).max(0) as f64 / 1000.0)
         };
         let mut record = batch.record;
         record.launched_at_ms = batch.launched_at_us / 1000;

@@ -3,15 +3,12 @@
 
 use std::collections::VecDeque;
 
-use sleet_clarity::{percentile, MonotaskRecord};
+use sleet_clarity::{percentile, MonotaskRecord, MonotaskTotals};
 use sleet_plan::SchedulerKind;
 use sleet_wire::{BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, TaskStats};
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
-/// Bound on the monotask records kept for the summary; beyond it, the oldest are summarized
-/// and dropped, so a job that runs for days keeps bounded memory.
-const MONOTASK_RECORDS_MAX: usize = 200_000;
 /// Batch records kept for the summary (the most recent ones): about a day of 500 ms
 /// batches or half an hour of 10 ms ones, at under 100 bytes each.
 const BATCH_RECORDS_MAX: usize = 200_000;
@@ -34,8 +31,8 @@ pub struct JobStats {
     window_latencies_ms: VecDeque<i64>,
     /// (closed at, latency) for the recent-latency figures.
     recent_latencies: VecDeque<(i64, i64)>,
-    monotasks: Vec<MonotaskRecord>,
-    monotask_summary: std::collections::BTreeMap<String, sleet_clarity::ResourceSummary>,
+    /// Every monotask of the job, summed as it arrives: constant space however long it runs.
+    monotasks: MonotaskTotals,
     pub scheduler: String,
     pub launch_messages: u64,
     first_launch_at_us: Option<i64>,
@@ -65,10 +62,9 @@ impl JobStats {
         while self.recent_latencies.front().is_some_and(|(at, _)| *at < now_ms - RECENT_LATENCY_SPAN_MS) {
             self.recent_latencies.pop_front();
         }
-        if self.monotasks.len() + monotasks.len() > MONOTASK_RECORDS_MAX {
-            self.fold_monotasks();
+        for monotask in monotasks {
+            self.monotasks.add(monotask);
         }
-        self.monotasks.extend_from_slice(monotasks);
         let events = if stats.source_range.is_some() { stats.records_in } else { 0 };
         (events, stats.dead_letters)
     }
@@ -98,17 +94,6 @@ impl JobStats {
         self.batches_total += 1;
     }
 
-    fn fold_monotasks(&mut self) {
-        for (key, summary) in sleet_clarity::summarize(&self.monotasks) {
-            let entry = self.monotask_summary.entry(key).or_default();
-            entry.monotasks += summary.monotasks;
-            entry.run_ms += summary.run_ms;
-            entry.queue_ms += summary.queue_ms;
-            entry.bytes += summary.bytes;
-        }
-        self.monotasks.clear();
-    }
-
     pub fn progress(&self, now_ms: i64) -> JobProgress {
         let recent: Vec<f64> = self.recent_latencies.iter().map(|(_, latency)| *latency as f64).collect();
         let last_second: u64 = self
@@ -132,8 +117,7 @@ impl JobStats {
         }
     }
 
-    pub fn summary(mut self, end_ms: i64) -> JobSummary {
-        self.fold_monotasks();
+    pub fn summary(self, end_ms: i64) -> JobSummary {
         // Under group scheduling batches can complete slightly out of order.
         let mut batches: Vec<BatchRecord> = self.batches.into();
         batches.sort_by_key(|batch| batch.batch);
@@ -149,7 +133,7 @@ impl JobStats {
             unmatched_lookup_rows: self.unmatched_lookup_rows,
             sink_rows: self.sink_rows,
             window_latencies_ms: self.window_latencies_ms.into(),
-            monotask_summary: self.monotask_summary,
+            monotask_summary: self.monotasks.summary(),
             scheduler: self.scheduler,
             first_launch_at_us: self.first_launch_at_us.unwrap_or(0),
             launch_messages: self.launch_messages,
