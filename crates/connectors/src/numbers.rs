@@ -7,12 +7,11 @@
 //! one reduce partition, and with more keys it spreads over several.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use sleet_exec::RawRecords;
 use sleet_plan::{DataType, Field, NumbersSourceSpec, Schema};
 
-use crate::ysb::mix;
+use crate::ysb::{mix, write_decimal};
 
 /// Numbers are drawn from `0..NUMBER_LIMIT`.
 pub const NUMBER_LIMIT: i64 = 1000;
@@ -105,12 +104,30 @@ impl NumbersGenerator {
         let first_key = self.partition * self.spec.keys;
         for (key_index, sum) in sums.iter().enumerate() {
             let key = first_key + key_index as u32;
-            write!(out.data, "{{\"key\": \"k{key:03}\", \"sum\": {sum}, \"time\": {start_ms}}}")
-                .expect("writing to a Vec cannot fail");
+            write_record(key, *sum, start_ms, &mut out.data);
             out.finish_record();
         }
         sums.len() as u64
     }
+}
+
+/// `{"key": "k003", "sum": 12345, "time": <start_ms>}`, the key named as `key_name` names it.
+fn write_record(key: u32, sum: i64, start_ms: i64, out: &mut Vec<u8>) {
+    let (Ok(sum), Ok(start_ms)) = (u64::try_from(sum), u64::try_from(start_ms)) else {
+        panic!("sums of numbers in 0..{NUMBER_LIMIT} and batch starts after 1970 are never negative");
+    };
+    out.extend_from_slice(b"{\"key\": \"k");
+    for padding in [100, 10] {
+        if key < padding {
+            out.push(b'0');
+        }
+    }
+    write_decimal(u64::from(key), out);
+    out.extend_from_slice(b"\", \"sum\": ");
+    write_decimal(sum, out);
+    out.extend_from_slice(b", \"time\": ");
+    write_decimal(start_ms, out);
+    out.push(b'}');
 }
 
 #[cfg(test)]
@@ -159,6 +176,18 @@ mod tests {
         check(42, "k042");
         check(999, "k999");
         check(1000, "k1000");
+    }
+
+    #[test]
+    fn records_are_written_as_the_format_macro_would() {
+        for (key, sum, start_ms) in
+            [(0, 0, 0), (7, 12_345, 1_790_000_000_000), (42, 1, 9), (999, 999_000, 10), (1000, 5, 10), (123_456, 3, 4)]
+        {
+            let mut out = Vec::new();
+            write_record(key, sum, start_ms, &mut out);
+            let expected = format!("{{\"key\": \"{}\", \"sum\": {sum}, \"time\": {start_ms}}}", key_name(key));
+            assert_eq!(String::from_utf8(out).expect("UTF-8"), expected);
+        }
     }
 
     #[test]

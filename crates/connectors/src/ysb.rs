@@ -249,7 +249,9 @@ impl YsbGenerator {
     }
 }
 
-fn write_decimal(mut value: u64, out: &mut Vec<u8>) {
+/// `value` in decimal; the generators' hot loops avoid `core::fmt`, which costs several
+/// times more per number.
+pub(crate) fn write_decimal(mut value: u64, out: &mut Vec<u8>) {
     let mut digits = [0u8; 20];
     let mut position = digits.len();
     loop {
