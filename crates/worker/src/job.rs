@@ -1,7 +1,7 @@
 //! A job as one worker holds it: its registered stages, the pipeline (and so the keyed state)
 //! of each partition it has run, and its open sink and dead-letter files.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 

@@ -302,7 +302,14 @@ impl<T, I> LocalScheduler<T, I> {
     }
 
     /// The earliest time a waiting task becomes ready by the clock alone.
+    /// When `take_ready` next has something to give: `i64::MIN` (at once) when a task is
+    /// already startable, which a task's end can cause between two scans (it releases the
+    /// next batch of its stateful partition); else when the earliest timed task's batch
+    /// closes; `None` while only an event can make a task startable.
     pub fn next_wakeup_ms(&self) -> Option<i64> {
+        if !self.ready.is_empty() {
+            return Some(i64::MIN);
+        }
         self.timed.first().map(|(not_before, _)| *not_before)
     }
 
@@ -456,7 +463,9 @@ mod tests {
         assert_eq!(ready_ids(&mut scheduler, 0), vec![task(1, 0, 3), task(1, 1, 3)]);
         assert!(ready_ids(&mut scheduler, 0).is_empty(), "batch 4 waits for batch 3 of its partition");
         assert!(scheduler.has_earlier(&task(1, 0, 4)));
+        assert_eq!(scheduler.next_wakeup_ms(), None, "only an event can start batch 4");
         scheduler.finished(&task(1, 0, 3));
+        assert_eq!(scheduler.next_wakeup_ms(), Some(i64::MIN), "the end of batch 3 makes batch 4 startable now");
         assert_eq!(ready_ids(&mut scheduler, 0), vec![task(1, 0, 4)]);
     }
 

@@ -81,8 +81,7 @@ impl ResourcePool {
         kind: MonotaskKind,
         body: impl FnOnce() -> Measured<T> + Send + 'static,
     ) -> (T, MonotaskRecord) {
-        self.dispatch(move |queued_at_us| {
-            let started_at_us = now_us();
+        self.dispatch(move |queued_at_us, started_at_us| {
             let measured = body();
             (measured.value, finished_record(kind, measured.bytes, queued_at_us, started_at_us))
         })
@@ -102,32 +101,32 @@ impl ResourcePool {
         second: impl FnOnce(A) -> Measured<B> + Send + 'static,
     ) -> (B, [MonotaskRecord; 2]) {
         assert_eq!(first_kind.resource(), second_kind.resource(), "a chain stays on one resource");
-        self.dispatch(move |queued_at_us| {
-            let started_at_us = now_us();
+        self.dispatch(move |queued_at_us, started_at_us| {
             let measured = first();
             let first_record = finished_record(first_kind, measured.bytes, queued_at_us, started_at_us);
-            let second_started_us = now_us();
             let output = second(measured.value);
-            // The second monotask was ready the moment the first ended.
-            let second_record =
-                finished_record(second_kind, output.bytes, first_record.finished_at_us, second_started_us);
+            // The second monotask was ready, and started, the moment the first ended.
+            let second_started_us = first_record.finished_at_us;
+            let second_record = finished_record(second_kind, output.bytes, second_started_us, second_started_us);
             (output.value, [first_record, second_record])
         })
         .await
     }
 
-    /// Waits for a queue slot, runs `work` (given when it was queued) on a pool thread, and
-    /// resolves with its result. The slot is freed before the result is handed back.
-    async fn dispatch<R: Send + 'static>(&self, work: impl FnOnce(i64) -> R + Send + 'static) -> R {
+    /// Waits for a queue slot, runs `work` (given when it was queued and when it started) on
+    /// a pool thread, and resolves with its result. The slot is freed before the result is
+    /// handed back. Inline, a monotask starts the moment it is queued: one clock read serves
+    /// both, and at a few microseconds a monotask a read is worth saving.
+    async fn dispatch<R: Send + 'static>(&self, work: impl FnOnce(i64, i64) -> R + Send + 'static) -> R {
         let queued_at_us = now_us();
         let (sender, slots) = match &self.runner {
             Runner::Threads { sender, slots } => (sender, slots),
-            Runner::Inline => return work(queued_at_us),
+            Runner::Inline => return work(queued_at_us, queued_at_us),
         };
         let permit = Arc::clone(slots).acquire_owned().await.expect("pool semaphore is never closed");
         let (done_tx, done_rx) = oneshot::channel();
         let job: Job = Box::new(move || {
-            let result = work(queued_at_us);
+            let result = work(queued_at_us, now_us());
             drop(permit);
             let _ = done_tx.send(result);
         });

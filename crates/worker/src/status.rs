@@ -164,8 +164,10 @@ pub async fn write_to_driver<W: AsyncWrite + Unpin>(
             closed = true;
             buffer.release_all();
         }
+        // One clock read per burst: `now` only dates when a group started being held.
+        let now = Instant::now();
         while let Some(item) = next {
-            if let Some(message) = buffer.take(item, Instant::now()) {
+            if let Some(message) = buffer.take(item, now) {
                 send_ready(&mut writer, &mut buffer.ready).await?;
                 sleet_wire::write_binary(&mut writer, &message).await?;
             }
