@@ -158,8 +158,12 @@ pub async fn write_control<W: AsyncWrite + Unpin, T: Serialize>(writer: &mut W, 
 
 /// The binary encoding of a message between sleet processes.
 pub fn encode_binary<T: Serialize>(message: &T) -> Vec<u8> {
-    postcard::serialize_with_flavor(message, ByteVec(Vec::with_capacity(ENCODE_CAPACITY_INITIAL)))
-        .expect("messages always serialize")
+    encode_binary_onto(message, Vec::with_capacity(ENCODE_CAPACITY_INITIAL))
+}
+
+/// Appends the binary encoding of `value` to `out`.
+pub(crate) fn encode_binary_onto<T: Serialize + ?Sized>(value: &T, out: Vec<u8>) -> Vec<u8> {
+    postcard::serialize_with_flavor(value, ByteVec(out)).expect("messages always serialize")
 }
 
 /// Room for a launch or a few reports before the buffer has to grow.

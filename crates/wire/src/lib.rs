@@ -27,3 +27,4 @@ pub use frame::{
     Connection, Frame, FrameKind, Role, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 pub use message::*;
+pub use report_codec::{encode_status, EncodedReport};

@@ -7,12 +7,18 @@
 //! halves the report and the work of encoding it on the worker and decoding it on the
 //! driver, whose single thread reads every report of the cluster. A monotask's resource is
 //! not sent: it follows from its kind.
+//!
+//! A worker encodes each report once, when its task ends (`EncodedReport`), and its status
+//! writer only concatenates them into a `Status` message (`encode_status`): the report, a
+//! few hundred bytes with its heap parts, is freed at once instead of being moved through
+//! the writer's queue and buffers, which cost more than encoding it.
 
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
 use sleet_clarity::{MonotaskKind, MonotaskRecord};
 
-use crate::message::{TaskId, TaskOutcome, TaskReport, WorkerId};
+use crate::frame::{encode_binary, encode_binary_onto};
+use crate::message::{GroupRegistered, JobId, StatusBatch, TaskId, TaskOutcome, TaskReport, WorkerId, WorkerToDriver};
 
 /// One monotask, its times as offsets: queued after the task started, waited, ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -118,6 +124,42 @@ impl From<TaskReportWire> for TaskReport {
     }
 }
 
+/// A task's report in its wire encoding, with what the status writer needs to know of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EncodedReport {
+    pub job: JobId,
+    /// The report's group; `None` under bsp.
+    pub group: Option<u64>,
+    pub failed: bool,
+    pub bytes: Vec<u8>,
+}
+
+impl EncodedReport {
+    pub fn new(report: &TaskReport) -> Self {
+        EncodedReport {
+            job: report.task.job,
+            group: report.group,
+            failed: matches!(report.outcome, TaskOutcome::Failed { .. }),
+            bytes: encode_binary(report),
+        }
+    }
+}
+
+/// The payload of `WorkerToDriver::Status` with `registered` and the `report_count` reports
+/// encoded back to back in `reports`: byte for byte the encoding of the message itself, which
+/// postcard lays out as the variant, each sequence's length, then its elements.
+pub fn encode_status(registered: &[GroupRegistered], report_count: usize, reports: &[u8]) -> Vec<u8> {
+    let empty = encode_binary(&WorkerToDriver::Status(StatusBatch::default()));
+    let (variant, empty_sequences) = empty.split_at(empty.len() - 2);
+    assert_eq!(empty_sequences, [0, 0], "a status is two sequences after its variant");
+    let mut out = Vec::with_capacity(variant.len() + 16 + registered.len() * 16 + reports.len());
+    out.extend_from_slice(variant);
+    out = encode_binary_onto(registered, out);
+    out = encode_binary_onto(&(report_count as u64), out);
+    out.extend_from_slice(reports);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -167,6 +209,36 @@ mod tests {
         assert_eq!(decode_binary::<TaskReport>(&encoded, "report").expect("decodes"), original);
         let absolute_times_bytes = 8 * (2 + 3 * original.monotasks.len());
         assert!(encoded.len() < absolute_times_bytes, "{} bytes encoded", encoded.len());
+    }
+
+    #[test]
+    fn a_status_assembled_from_encoded_reports_is_the_status_message() {
+        let start = 1_790_000_000_000_000;
+        let reports: Vec<TaskReport> = (0..300)
+            .map(|i| {
+                let mut one = report(
+                    start + i,
+                    &[(i as usize % 5, i as u64, start + i, start + i, start + 2 * i)],
+                    start + 3 * i,
+                );
+                one.task.batch = i as u64;
+                one.outcome =
+                    if i % 7 == 0 { TaskOutcome::Failed { reason: format!("failure {i}") } } else { one.outcome };
+                one
+            })
+            .collect();
+        let registered: Vec<GroupRegistered> = (0..3)
+            .map(|group| GroupRegistered { job: 3, group, register_us: 10 * group as i64, coordination_wait_us: 7 })
+            .collect();
+        let mut encoded = Vec::new();
+        for report in &reports {
+            let one = EncodedReport::new(report);
+            assert_eq!((one.job, one.group, one.failed), (3, Some(99), report.task.batch % 7 == 0));
+            encoded.extend_from_slice(&one.bytes);
+        }
+        let message = WorkerToDriver::Status(StatusBatch { registered: registered.clone(), reports });
+        assert_eq!(encode_status(&registered, 300, &encoded), encode_binary(&message));
+        assert_eq!(encode_status(&[], 0, &[]), encode_binary(&WorkerToDriver::Status(StatusBatch::default())));
     }
 
     proptest! {

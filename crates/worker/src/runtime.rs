@@ -12,8 +12,8 @@ use std::time::Duration;
 use sleet_plan::{StageId, StageInput, StageOutput};
 use sleet_wire::clock::{now_ms, now_us};
 use sleet_wire::{
-    BlockLocation, BlocksAnnounced, Connection, DriverToWorker, GroupLaunch, GroupRegistered, JobId, Role,
-    TaskDescriptor, TaskId, TaskInput, TaskOutcome, TaskReport, WorkerToDriver,
+    BlockLocation, BlocksAnnounced, Connection, DriverToWorker, EncodedReport, GroupLaunch, GroupRegistered, JobId,
+    Role, TaskDescriptor, TaskId, TaskInput, TaskOutcome, TaskReport, WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
@@ -223,7 +223,7 @@ async fn report_unknown_job(outgoing: &mpsc::Sender<Outgoing>, worker: u32, task
         started_at_us: now_us(),
         finished_at_us: now_us(),
     };
-    let _ = outgoing.send(Outgoing::Report(report)).await;
+    let _ = outgoing.send(Outgoing::Report(EncodedReport::new(&report))).await;
 }
 
 /// The last batch a source partition finished here, and when: the start of its idle time.
@@ -275,10 +275,11 @@ impl SchedulerShell {
         }
     }
 
-    /// Takes in what is already queued before looking for ready tasks again. A burst of
-    /// tasks run inline leaves one `Finished` per task in the queue; a scan for ready tasks,
-    /// a clock read and a fresh timer per event would cost more than the events themselves.
-    /// Bounded, so a flood of announcements cannot hold back tasks that are ready.
+    /// Takes in what is already queued before looking for ready tasks again. Events come in
+    /// bursts (the announcements of a peer's map tasks, the ends of tasks that fetched, a bsp
+    /// stage's launches), and a scan for ready tasks, a clock read and a fresh timer per
+    /// event would cost more than the events themselves. Bounded, so a flood of
+    /// announcements cannot hold back tasks that are ready.
     async fn drain(
         &mut self,
         events_rx: &mut mpsc::Receiver<SchedulerEvent>,
@@ -487,7 +488,10 @@ impl SchedulerShell {
             }
             drop(announcement_due);
             let end = TaskEnd { task, source, finished_at_us: report.finished_at_us };
-            let _ = outgoing.send(Outgoing::Report(report)).await;
+            let encoded = EncodedReport::new(&report);
+            // Freed here, on the thread that built it, and not carried across the send.
+            drop(report);
+            let _ = outgoing.send(Outgoing::Report(encoded)).await;
             end
         };
         if let Some(end) = run_or_spawn(future, &self.events) {

@@ -7,11 +7,13 @@
 //! least every `HELD_REPORTS_MAX_AGE`, so progress stays visible; a failed task is reported
 //! at once. bsp tasks are reported as soon as they end, since the bsp driver waits on each.
 //! Whatever else is queued while a message is being written goes out in the next one.
+//! Reports arrive encoded (`EncodedReport`, made where the task ended), so holding and
+//! sending them moves bytes, never whole reports.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use sleet_wire::{GroupRegistered, JobId, StatusBatch, TaskOutcome, TaskReport, WireError, WorkerToDriver};
+use sleet_wire::{encode_status, EncodedReport, FrameKind, GroupRegistered, JobId, WireError, WorkerToDriver};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -27,7 +29,7 @@ pub enum Outgoing {
         registered: GroupRegistered,
         tasks: usize,
     },
-    Report(TaskReport),
+    Report(EncodedReport),
     /// Anything else, sent as is, after every status queued before it.
     Message(WorkerToDriver),
 }
@@ -37,15 +39,41 @@ struct HeldGroup {
     registered: Option<GroupRegistered>,
     /// Known once the registration is in: reports still to come.
     tasks_missing: Option<usize>,
-    reports: Vec<TaskReport>,
+    reports: Reports,
     held_since: Instant,
+}
+
+/// Encoded reports back to back, and how many.
+#[derive(Debug, Default, PartialEq)]
+struct Reports {
+    count: usize,
+    bytes: Vec<u8>,
+}
+
+impl Reports {
+    fn push(&mut self, report: &EncodedReport) {
+        self.count += 1;
+        self.bytes.extend_from_slice(&report.bytes);
+    }
+
+    fn append(&mut self, other: &mut Reports) {
+        self.count += std::mem::take(&mut other.count);
+        self.bytes.append(&mut other.bytes);
+    }
+}
+
+/// The next status message.
+#[derive(Debug, Default, PartialEq)]
+struct ReadyStatus {
+    registered: Vec<GroupRegistered>,
+    reports: Reports,
 }
 
 /// Pure bookkeeping of what is held and what is ready to send.
 #[derive(Default)]
 struct StatusBuffer {
     held: BTreeMap<(JobId, u64), HeldGroup>,
-    ready: StatusBatch,
+    ready: ReadyStatus,
 }
 
 impl StatusBuffer {
@@ -53,18 +81,17 @@ impl StatusBuffer {
         match item {
             Outgoing::Registered { registered, tasks } => {
                 let group = self.group(registered.job, registered.group, now);
-                let reported = group.reports.len();
+                let reported = group.reports.count;
                 group.tasks_missing = Some(tasks.saturating_sub(reported));
                 group.registered = Some(registered);
                 self.release_if_complete(registered.job, registered.group);
             }
             Outgoing::Report(report) => match report.group {
-                None => self.ready.reports.push(report),
+                None => self.ready.reports.push(&report),
                 Some(group_id) => {
-                    let job = report.task.job;
-                    let failed = matches!(report.outcome, TaskOutcome::Failed { .. });
+                    let (job, failed) = (report.job, report.failed);
                     let group = self.group(job, group_id, now);
-                    group.reports.push(report);
+                    group.reports.push(&report);
                     if let Some(missing) = group.tasks_missing.as_mut() {
                         *missing = missing.saturating_sub(1);
                     }
@@ -94,7 +121,7 @@ impl StatusBuffer {
         self.held.entry((job, group)).or_insert_with(|| HeldGroup {
             registered: None,
             tasks_missing: None,
-            reports: Vec::new(),
+            reports: Reports::default(),
             held_since: now,
         })
     }
@@ -134,7 +161,7 @@ impl StatusBuffer {
     }
 
     fn ready_len(&self) -> usize {
-        self.ready.registered.len() + self.ready.reports.len()
+        self.ready.registered.len() + self.ready.reports.count
     }
 }
 
@@ -182,28 +209,29 @@ pub async fn write_to_driver<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
-async fn send_ready<W: AsyncWrite + Unpin>(writer: &mut W, ready: &mut StatusBatch) -> Result<(), WireError> {
-    if ready.registered.is_empty() && ready.reports.is_empty() {
+async fn send_ready<W: AsyncWrite + Unpin>(writer: &mut W, ready: &mut ReadyStatus) -> Result<(), WireError> {
+    if ready.registered.is_empty() && ready.reports.count == 0 {
         return Ok(());
     }
-    let batch = std::mem::take(ready);
-    sleet_wire::write_binary(writer, &WorkerToDriver::Status(batch)).await
+    let ReadyStatus { registered, reports } = std::mem::take(ready);
+    let payload = encode_status(&registered, reports.count, &reports.bytes);
+    sleet_wire::write_frame(writer, FrameKind::Binary, &payload).await
 }
 
 #[cfg(test)]
 mod tests {
     use sleet_plan::StageId;
-    use sleet_wire::{TaskId, TaskStats};
+    use sleet_wire::{decode_binary, TaskId, TaskOutcome, TaskReport, TaskStats};
 
     use super::*;
 
-    fn report(group: Option<u64>, batch: u64, failed: bool) -> TaskReport {
+    fn report(group: Option<u64>, batch: u64, failed: bool) -> Outgoing {
         let outcome = if failed {
             TaskOutcome::Failed { reason: "boom".into() }
         } else {
             TaskOutcome::Succeeded(TaskStats::default())
         };
-        TaskReport {
+        Outgoing::Report(EncodedReport::new(&TaskReport {
             task: TaskId { job: 1, stage: StageId(0), partition: 0, batch },
             worker: 1,
             group,
@@ -211,6 +239,15 @@ mod tests {
             monotasks: Vec::new(),
             started_at_us: 0,
             finished_at_us: 0,
+        }))
+    }
+
+    /// The batches of the reports in `ready`, read back from the status message it makes.
+    fn batches(ready: &ReadyStatus) -> Vec<u64> {
+        let payload = encode_status(&ready.registered, ready.reports.count, &ready.reports.bytes);
+        match decode_binary::<WorkerToDriver>(&payload, "status").expect("a status decodes") {
+            WorkerToDriver::Status(status) => status.reports.iter().map(|report| report.task.batch).collect(),
+            other => panic!("not a status: {other:?}"),
         }
     }
 
@@ -230,7 +267,7 @@ mod tests {
         for item in items {
             buffer.take(item, now);
             let ready = std::mem::take(&mut buffer.ready);
-            seen.push((ready.reports.iter().map(|r| r.task.batch).collect::<Vec<_>>(), !ready.registered.is_empty()));
+            seen.push((batches(&ready), !ready.registered.is_empty()));
         }
         let expected: Vec<(Vec<u64>, bool)> = expected.iter().map(|(b, r)| (b.to_vec(), *r)).collect();
         assert_eq!(seen, expected);
@@ -239,28 +276,20 @@ mod tests {
     #[test]
     fn a_group_is_reported_once_its_last_task_is_in() {
         check(
-            vec![
-                registered(3, 2),
-                Outgoing::Report(report(Some(3), 30, false)),
-                Outgoing::Report(report(Some(3), 31, false)),
-            ],
+            vec![registered(3, 2), report(Some(3), 30, false), report(Some(3), 31, false)],
             &[(&[], false), (&[], false), (&[30, 31], true)],
         );
     }
 
     #[test]
     fn reports_overtaking_their_registration_wait_for_it() {
-        check(vec![Outgoing::Report(report(Some(3), 30, false)), registered(3, 1)], &[(&[], false), (&[30], true)]);
+        check(vec![report(Some(3), 30, false), registered(3, 1)], &[(&[], false), (&[30], true)]);
     }
 
     #[test]
     fn bsp_reports_and_failures_go_at_once() {
         check(
-            vec![
-                Outgoing::Report(report(None, 7, false)),
-                registered(4, 3),
-                Outgoing::Report(report(Some(4), 40, true)),
-            ],
+            vec![report(None, 7, false), registered(4, 3), report(Some(4), 40, true)],
             &[(&[7], false), (&[], false), (&[40], true)],
         );
     }
@@ -270,17 +299,17 @@ mod tests {
         let mut buffer = StatusBuffer::default();
         let start = Instant::now();
         buffer.take(registered(5, 3), start);
-        buffer.take(Outgoing::Report(report(Some(5), 50, false)), start);
-        assert!(buffer.ready.reports.is_empty());
+        buffer.take(report(Some(5), 50, false), start);
+        assert_eq!(buffer.ready.reports.count, 0);
         let due = buffer.release_overdue(start).expect("a group is held");
         assert_eq!(due, start + HELD_REPORTS_MAX_AGE);
         buffer.release_overdue(due);
-        assert_eq!(buffer.ready.reports.len(), 1);
+        assert_eq!(batches(&buffer.ready), vec![50]);
         assert_eq!(buffer.ready.registered.len(), 1);
-        buffer.ready = StatusBatch::default();
-        buffer.take(Outgoing::Report(report(Some(5), 51, false)), due);
-        buffer.take(Outgoing::Report(report(Some(5), 52, false)), due);
-        assert_eq!(buffer.ready.reports.len(), 2, "the rest follows when the group completes");
+        buffer.ready = ReadyStatus::default();
+        buffer.take(report(Some(5), 51, false), due);
+        buffer.take(report(Some(5), 52, false), due);
+        assert_eq!(batches(&buffer.ready), vec![51, 52], "the rest follows when the group completes");
         assert!(buffer.held.is_empty());
     }
 
@@ -290,8 +319,8 @@ mod tests {
         let written = runtime.block_on(async {
             let (queue_tx, queue) = mpsc::channel(16);
             queue_tx.send(registered(0, 5)).await.expect("queued");
-            queue_tx.send(Outgoing::Report(report(Some(0), 0, false))).await.expect("queued");
-            queue_tx.send(Outgoing::Report(report(None, 9, false))).await.expect("queued");
+            queue_tx.send(report(Some(0), 0, false)).await.expect("queued");
+            queue_tx.send(report(None, 9, false)).await.expect("queued");
             queue_tx.send(Outgoing::Message(WorkerToDriver::JobEnded { job: 1 })).await.expect("queued");
             drop(queue_tx);
             let mut bytes = Vec::new();
