@@ -7,7 +7,7 @@
 //! of a short byte string and no allocation for keys seen before.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::cast::AsArray;
@@ -436,20 +436,36 @@ impl ColumnBuilder {
 pub struct PartialWindowAggregateExec {
     layout: Layout,
     folds: Vec<Fold>,
+    /// The last input schema seen and the output schema made for it.
+    last_schemas: Mutex<Option<(SchemaRef, SchemaRef)>>,
 }
 
 impl PartialWindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>) -> Self {
         let layout = Layout { window, keys, aggregates, input: AggregateInput::Rows };
         let folds = layout.folds();
-        PartialWindowAggregateExec { layout, folds }
+        PartialWindowAggregateExec { layout, folds, last_schemas: Mutex::new(None) }
+    }
+
+    /// The output schema for input of `input` schema, built once per input schema: a stage's
+    /// input schema does not change, and building one costs several allocations per batch.
+    fn output_schema(&self, input: SchemaRef) -> SchemaRef {
+        let mut last = self.last_schemas.lock().expect("schema cache lock");
+        match &*last {
+            Some((seen, output)) if Arc::ptr_eq(seen, &input) || *seen == input => Arc::clone(output),
+            _ => {
+                let output = self.layout.output_schema(&input, true);
+                *last = Some((input, Arc::clone(&output)));
+                output
+            }
+        }
     }
 
     pub fn execute(&self, batch: &RecordBatch) -> Result<RecordBatch, ExecError> {
         let mut windows = Windows::new();
         let mut touched = Vec::new();
         fold_batch(&self.layout, &self.folds, batch, &mut windows, None, 0, 1, &mut touched)?;
-        let schema = self.layout.output_schema(&batch.schema(), true);
+        let schema = self.output_schema(batch.schema());
         let rows: Vec<(i64, &[u8], &Group)> =
             touched.iter().map(|(start, key)| (*start, key.as_ref(), &windows[start][key.as_ref()])).collect();
         emit(&schema, self.layout.keys.len(), &rows, true)

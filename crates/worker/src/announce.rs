@@ -14,7 +14,9 @@
 //! `COALESCE_WAIT` and `ANNOUNCEMENTS_PER_FRAME_MAX`. When nothing else is under way, the
 //! common case of a job that keeps up with its input, an announcement goes out at once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Map outputs waiting for their reducer. Each block is read exactly once, by the one reduce
 //! task of its partition and batch, so a read removes it: memory is freed as batches drain.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;

@@ -2,7 +2,7 @@
 //! takes in the block announcements map tasks push to it, and fetches the blocks its own
 //! reducers need. Data moves worker to worker, never through the driver.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
