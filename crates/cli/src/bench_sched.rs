@@ -54,9 +54,11 @@ pub struct BenchSchedArgs {
     #[command(flatten)]
     pub scheduling: SchedulerArgs,
     /// Batches per run (every configuration first runs a short warm-up job). The default is
-    /// ten groups of the largest swept size, so a run measures the steady state of pipelined
-    /// groups rather than the ramp of the first one.
-    #[arg(long, default_value_t = 1000)]
+    /// fifty groups of the largest swept size, so a run measures the steady state of
+    /// pipelined groups rather than the ramp of the first one, and lasts long enough (a
+    /// fifth of a second at the fastest) that one stall of a process sharing the machine
+    /// does not decide its result.
+    #[arg(long, default_value_t = 5000)]
     pub batches: u32,
     /// Random numbers each task sums per batch.
     #[arg(long, default_value_t = 1000)]
