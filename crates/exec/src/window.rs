@@ -7,7 +7,7 @@
 //! of a short byte string and no allocation for keys seen before.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::cast::AsArray;
@@ -432,40 +432,29 @@ impl ColumnBuilder {
     }
 }
 
-/// Folds one batch into one row per (window, key) before the exchange. Stateless.
+/// Folds one batch into one row per (window, key) before the exchange. No state is kept
+/// between batches.
 pub struct PartialWindowAggregateExec {
     layout: Layout,
     folds: Vec<Fold>,
-    /// The last input schema seen and the output schema made for it.
-    last_schemas: Mutex<Option<(SchemaRef, SchemaRef)>>,
+    /// Made from the first batch's schema, as `WindowAggregateExec` does: a stage's input
+    /// schema never changes, and building one costs several allocations per batch.
+    schema: Option<SchemaRef>,
 }
 
 impl PartialWindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>) -> Self {
         let layout = Layout { window, keys, aggregates, input: AggregateInput::Rows };
         let folds = layout.folds();
-        PartialWindowAggregateExec { layout, folds, last_schemas: Mutex::new(None) }
+        PartialWindowAggregateExec { layout, folds, schema: None }
     }
 
-    /// The output schema for input of `input` schema, built once per input schema: a stage's
-    /// input schema does not change, and building one costs several allocations per batch.
-    fn output_schema(&self, input: SchemaRef) -> SchemaRef {
-        let mut last = self.last_schemas.lock().expect("schema cache lock");
-        match &*last {
-            Some((seen, output)) if Arc::ptr_eq(seen, &input) || *seen == input => Arc::clone(output),
-            _ => {
-                let output = self.layout.output_schema(&input, true);
-                *last = Some((input, Arc::clone(&output)));
-                output
-            }
-        }
-    }
-
-    pub fn execute(&self, batch: &RecordBatch) -> Result<RecordBatch, ExecError> {
+    pub fn execute(&mut self, batch: &RecordBatch) -> Result<RecordBatch, ExecError> {
         let mut windows = Windows::new();
         let mut touched = Vec::new();
         fold_batch(&self.layout, &self.folds, batch, &mut windows, None, 0, 1, &mut touched)?;
-        let schema = self.output_schema(batch.schema());
+        let layout = &self.layout;
+        let schema = Arc::clone(self.schema.get_or_insert_with(|| layout.output_schema(&batch.schema(), true)));
         let rows: Vec<(i64, &[u8], &Group)> =
             touched.iter().map(|(start, key)| (*start, key.as_ref(), &windows[start][key.as_ref()])).collect();
         emit(&schema, self.layout.keys.len(), &rows, true)
@@ -739,7 +728,7 @@ mod tests {
     ) -> (Table, u64) {
         let input = if partial { AggregateInput::Partials } else { AggregateInput::Rows };
         let mut exec = WindowAggregateExec::new(spec(lateness), vec!["k".into()], aggregates(), input);
-        let partial_exec = PartialWindowAggregateExec::new(spec(lateness), vec!["k".into()], aggregates());
+        let mut partial_exec = PartialWindowAggregateExec::new(spec(lateness), vec!["k".into()], aggregates());
         let mut table = Table::new();
         let mut late = 0;
         for (index, batch) in batches.iter().enumerate() {

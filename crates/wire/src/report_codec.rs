@@ -149,12 +149,10 @@ impl EncodedReport {
 /// encoded back to back in `reports`: byte for byte the encoding of the message itself, which
 /// postcard lays out as the variant, each sequence's length, then its elements.
 pub fn encode_status(registered: &[GroupRegistered], report_count: usize, reports: &[u8]) -> Vec<u8> {
-    let empty = encode_binary(&WorkerToDriver::Status(StatusBatch::default()));
-    let (variant, empty_sequences) = empty.split_at(empty.len() - 2);
-    assert_eq!(empty_sequences, [0, 0], "a status is two sequences after its variant");
-    let mut out = Vec::with_capacity(variant.len() + 16 + registered.len() * 16 + reports.len());
-    out.extend_from_slice(variant);
-    out = encode_binary_onto(registered, out);
+    let head = StatusBatch { registered: registered.to_vec(), reports: Vec::new() };
+    let mut out = encode_binary(&WorkerToDriver::Status(head));
+    assert_eq!(out.pop(), Some(0), "the message ends with the length of its empty report sequence");
+    out.reserve(10 + reports.len());
     out = encode_binary_onto(&(report_count as u64), out);
     out.extend_from_slice(reports);
     out

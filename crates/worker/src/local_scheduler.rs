@@ -301,7 +301,6 @@ impl<T, I> LocalScheduler<T, I> {
         }
     }
 
-    /// The earliest time a waiting task becomes ready by the clock alone.
     /// When `take_ready` next has something to give: `i64::MIN` (at once) when a task is
     /// already startable, which a task's end can cause between two scans (it releases the
     /// next batch of its stateful partition); else when the earliest timed task's batch

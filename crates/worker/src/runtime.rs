@@ -3,12 +3,12 @@
 //! Every decision about *when* a task runs lives in `local_scheduler`; this file only moves
 //! events in and tasks out.
 
-use rustc_hash::FxHashMap as HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use rustc_hash::FxHashMap as HashMap;
 use sleet_plan::{StageId, StageInput, StageOutput};
 use sleet_wire::clock::{now_ms, now_us};
 use sleet_wire::{

@@ -126,7 +126,7 @@ async fn execute(
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
             // Boxed: a fetch's state is large and only reduce tasks need it, while every
-            // task's future is moved whole when it is spawned.
+            // task's future is allocated and copied whole when it is launched.
             let batches = Box::pin(fetch_blocks(ctx, blocks, monotasks)).await?;
             if let Some(turn) = turn {
                 turn_held = Some(turn.take(task.batch).await);
