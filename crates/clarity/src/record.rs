@@ -11,11 +11,19 @@ pub enum Resource {
     Disk,
 }
 
-/// What a monotask did; the resource follows from it.
+impl Resource {
+    /// Every resource, in declaration order (the order of their discriminants).
+    pub const ALL: [Resource; 3] = [Resource::Cpu, Resource::Net, Resource::Disk];
+}
+
+/// What a monotask did. The resource it used is recorded beside it, by the scheduler that
+/// ran it, because one kind may use different resources: a source read is cpu work for a
+/// generator, network for Kafka and disk for a file; a sink write is disk for files and
+/// network for Kafka.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MonotaskKind {
-    /// Produce raw records from a source (generator or reader) — cpu for generators.
+    /// Produce raw records from a source: generate them, or read them from where they are.
     SourceRead,
     /// Decode, run the stage's operators and partition into blocks.
     MapCompute,
@@ -36,14 +44,6 @@ impl MonotaskKind {
         MonotaskKind::ReduceCompute,
         MonotaskKind::SinkWrite,
     ];
-
-    pub fn resource(self) -> Resource {
-        match self {
-            MonotaskKind::SourceRead | MonotaskKind::MapCompute | MonotaskKind::ReduceCompute => Resource::Cpu,
-            MonotaskKind::ShuffleFetch => Resource::Net,
-            MonotaskKind::SinkWrite => Resource::Disk,
-        }
-    }
 }
 
 /// Times are microseconds since the Unix epoch on the worker's clock.

@@ -23,12 +23,12 @@ pub fn summarize<'a>(records: impl IntoIterator<Item = &'a MonotaskRecord>) -> B
     totals.summary()
 }
 
-/// Running sums per monotask kind, in constant space: what `summarize` returns, for a stream
-/// of records too long to keep. Adding a record is a few additions, which matters to the
-/// driver, which adds every monotask of the cluster.
+/// Running sums per monotask kind and resource, in constant space: what `summarize` returns,
+/// for a stream of records too long to keep. Adding a record is a few additions, which
+/// matters to the driver, which adds every monotask of the cluster.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MonotaskTotals {
-    by_kind: [KindTotals; MonotaskKind::ALL.len()],
+    by_kind: [[KindTotals; Resource::ALL.len()]; MonotaskKind::ALL.len()],
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -41,8 +41,7 @@ struct KindTotals {
 
 impl MonotaskTotals {
     pub fn add(&mut self, record: &MonotaskRecord) {
-        debug_assert_eq!(record.resource, record.kind.resource(), "a monotask uses its kind's resource");
-        let totals = &mut self.by_kind[record.kind as usize];
+        let totals = &mut self.by_kind[record.kind as usize][record.resource as usize];
         totals.monotasks += 1;
         totals.run_us += record.run_us();
         totals.queue_us += record.queue_us();
@@ -52,16 +51,18 @@ impl MonotaskTotals {
     /// Per kind and per resource, only those that ran at least one monotask.
     pub fn summary(&self) -> BTreeMap<String, ResourceSummary> {
         let mut out: BTreeMap<String, ResourceSummary> = BTreeMap::new();
-        for (kind, totals) in MonotaskKind::ALL.iter().zip(&self.by_kind) {
-            if totals.monotasks == 0 {
-                continue;
-            }
-            for key in [kind_name(*kind), resource_name(kind.resource())] {
-                let entry = out.entry(key.to_string()).or_default();
-                entry.monotasks += totals.monotasks;
-                entry.run_ms += totals.run_us as f64 / 1000.0;
-                entry.queue_ms += totals.queue_us as f64 / 1000.0;
-                entry.bytes += totals.bytes;
+        for (kind, by_resource) in MonotaskKind::ALL.iter().zip(&self.by_kind) {
+            for (resource, totals) in Resource::ALL.iter().zip(by_resource) {
+                if totals.monotasks == 0 {
+                    continue;
+                }
+                for key in [kind_name(*kind), resource_name(*resource)] {
+                    let entry = out.entry(key.to_string()).or_default();
+                    entry.monotasks += totals.monotasks;
+                    entry.run_ms += totals.run_us as f64 / 1000.0;
+                    entry.queue_ms += totals.queue_us as f64 / 1000.0;
+                    entry.bytes += totals.bytes;
+                }
             }
         }
         out
@@ -90,10 +91,10 @@ fn resource_name(resource: Resource) -> &'static str {
 mod tests {
     use super::*;
 
-    fn record(kind: MonotaskKind, queued: i64, started: i64, finished: i64) -> MonotaskRecord {
+    fn record(kind: MonotaskKind, resource: Resource, queued: i64, started: i64, finished: i64) -> MonotaskRecord {
         MonotaskRecord {
             kind,
-            resource: kind.resource(),
+            resource,
             bytes: 10,
             queued_at_us: queued,
             started_at_us: started,
@@ -104,9 +105,10 @@ mod tests {
     #[test]
     fn sums_per_kind_and_per_resource() {
         let records = [
-            record(MonotaskKind::MapCompute, 0, 1000, 3000),
-            record(MonotaskKind::ReduceCompute, 0, 0, 500),
-            record(MonotaskKind::ShuffleFetch, 0, 2000, 2500),
+            record(MonotaskKind::MapCompute, Resource::Cpu, 0, 1000, 3000),
+            record(MonotaskKind::ReduceCompute, Resource::Cpu, 0, 0, 500),
+            record(MonotaskKind::ShuffleFetch, Resource::Net, 0, 2000, 2500),
+            record(MonotaskKind::SourceRead, Resource::Disk, 0, 100, 400),
         ];
         let summary = summarize(&records);
         assert_eq!(summary["map_compute"].run_ms, 2.0);
@@ -114,19 +116,25 @@ mod tests {
         assert_eq!(summary["cpu"].run_ms, 2.5);
         assert_eq!(summary["cpu"].monotasks, 2);
         assert_eq!(summary["net"].bytes, 10);
-        assert!(!summary.contains_key("disk"));
+        assert_eq!(summary["disk"].run_ms, 0.3, "a source read counts under the resource it used");
+        assert_eq!(summary["source_read"].run_ms, 0.3);
     }
 
     #[test]
     fn totals_added_one_by_one_equal_the_summary_of_all() {
         let records: Vec<MonotaskRecord> = (0..500)
-            .map(|i| record(MonotaskKind::ALL[i % MonotaskKind::ALL.len()], i as i64, 3 * i as i64, 7 * i as i64))
+            .map(|i| {
+                let kind = MonotaskKind::ALL[i % MonotaskKind::ALL.len()];
+                let resource = Resource::ALL[i % Resource::ALL.len()];
+                record(kind, resource, i as i64, 3 * i as i64, 7 * i as i64)
+            })
             .collect();
         let mut totals = MonotaskTotals::default();
         records.iter().for_each(|record| totals.add(record));
         let summary = totals.summary();
         assert_eq!(summary, summarize(&records));
-        assert_eq!(summary["cpu"].monotasks, 300);
-        assert_eq!(summary["disk"].monotasks, 100);
+        assert_eq!(summary["cpu"].monotasks, 167);
+        assert_eq!(summary["disk"].monotasks, 166);
+        assert_eq!(summary["map_compute"].monotasks, 100);
     }
 }

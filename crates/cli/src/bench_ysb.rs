@@ -190,7 +190,9 @@ fn evaluate(
         eprintln!("  mismatch: {example}");
     }
 
-    let latencies = window_latencies_ms(&rows, warm_ms, end_ms);
+    let visible_at_ms: std::collections::BTreeMap<u64, i64> =
+        summary.batches.iter().map(|batch| (batch.batch, batch.results_visible_at_ms)).collect();
+    let latencies = window_latencies_ms(&rows, &visible_at_ms, warm_ms, end_ms);
     let measured: Vec<_> = summary.batches.iter().filter(|batch| batch.scheduled_end_ms > warm_ms).collect();
     let lags: Vec<i64> = measured.iter().map(|batch| batch.finished_at_ms - batch.scheduled_end_ms).collect();
     let lag_max_ms = lags.iter().copied().max().unwrap_or(0);

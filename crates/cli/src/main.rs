@@ -151,6 +151,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                 driver_address: driver,
                 cores,
                 shuffle_listen: listen,
+                advertise: None,
                 name: name.unwrap_or_else(|| format!("worker-pid-{}", std::process::id())),
                 fetches_in_flight_max: 16,
             };

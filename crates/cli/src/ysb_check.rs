@@ -1,5 +1,5 @@
 //! Checks a ysb run's sink output against the ground truth computed from the generator
-//! function directly, and reads the window latencies off the output.
+//! function directly, and reads the window latencies off the output and the batch log.
 
 use std::collections::BTreeMap;
 
@@ -15,11 +15,14 @@ pub struct YsbCheck {
     pub examples: Vec<String>,
 }
 
-/// The final value per (campaign, window) is the last row written for it.
-pub fn final_counts(rows: &[SinkRow]) -> BTreeMap<(String, i64), (i64, i64)> {
-    let mut last = BTreeMap::new();
+/// The final value per (campaign, window): its row of the highest batch, with that batch.
+pub fn final_counts(rows: &[SinkRow]) -> BTreeMap<(String, i64), (i64, u64)> {
+    let mut last: BTreeMap<(String, i64), (i64, u64)> = BTreeMap::new();
     for row in rows {
-        last.insert((row.campaign_id.clone(), row.window_start), (row.count, row.update_time_ms));
+        let entry = last.entry((row.campaign_id.clone(), row.window_start)).or_insert((row.count, row.batch));
+        if row.batch >= entry.1 {
+            *entry = (row.count, row.batch);
+        }
     }
     last
 }
@@ -51,32 +54,52 @@ pub fn check_counts(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64, rows: &[Si
     check
 }
 
-/// Latency of each window that ended inside `[from_ms, to_ms]`: its last update − its end.
-pub fn window_latencies_ms(rows: &[SinkRow], from_ms: i64, to_ms: i64) -> Vec<f64> {
-    final_counts(rows)
-        .iter()
-        .filter_map(|((_, window), (_, updated_ms))| {
-            let end = window + WINDOW_MS;
-            (end >= from_ms && end <= to_ms).then_some((updated_ms - end) as f64)
-        })
-        .collect()
+/// One latency per window that ended inside `[from_ms, to_ms]`: when its result was final and
+/// visible for every campaign — the latest of the times its campaigns' final rows became
+/// visible in the sink (`visible_at_ms`: per batch, from the batch log) — minus the window's
+/// end. The campaigns of one window are updated by the same few batches, so they are one
+/// sample, not a hundred. A window whose final batch is no longer in the log is left out.
+pub fn window_latencies_ms(rows: &[SinkRow], visible_at_ms: &BTreeMap<u64, i64>, from_ms: i64, to_ms: i64) -> Vec<f64> {
+    let mut visible_by_window: BTreeMap<i64, Option<i64>> = BTreeMap::new();
+    for ((_, window), (_, batch)) in final_counts(rows) {
+        let end = window + WINDOW_MS;
+        if end < from_ms || end > to_ms {
+            continue;
+        }
+        let visible = visible_at_ms.get(&batch).copied();
+        let entry = visible_by_window.entry(end).or_insert(visible);
+        *entry = match (*entry, visible) {
+            (Some(seen), Some(at)) => Some(seen.max(at)),
+            _ => None,
+        };
+    }
+    visible_by_window.into_iter().filter_map(|(end, visible)| Some((visible? - end) as f64)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(campaign: &str, window_start: i64, count: i64, update_time_ms: i64) -> SinkRow {
-        SinkRow { window_start, campaign_id: campaign.into(), count, update_time_ms }
+    fn row(campaign: &str, window_start: i64, count: i64, batch: u64) -> SinkRow {
+        SinkRow { window_start, campaign_id: campaign.into(), count, batch }
     }
 
     #[test]
-    fn the_last_update_of_a_window_is_its_value_and_its_latency() {
-        let rows = [row("a", 0, 3, 9_000), row("a", 0, 5, 10_120), row("b", 10_000, 1, 20_050)];
+    fn a_window_is_final_when_the_last_of_its_campaigns_is_visible() {
+        // Rows of a later batch may come first in file order (another partition's file).
+        let rows = [
+            row("a", 0, 5, 101),
+            row("a", 0, 3, 90),
+            row("b", 0, 7, 100),
+            row("b", 10_000, 1, 200),
+            row("c", 20_000, 1, 300),
+        ];
         let last = final_counts(&rows);
-        assert_eq!(last[&("a".to_string(), 0)], (5, 10_120));
-        assert_eq!(window_latencies_ms(&rows, 0, 20_000), vec![120.0, 50.0]);
-        assert_eq!(window_latencies_ms(&rows, 15_000, 20_000), vec![50.0]);
+        assert_eq!(last[&("a".to_string(), 0)], (5, 101), "the highest batch holds the final value");
+        let visible: BTreeMap<u64, i64> = [(90, 9_000), (100, 10_040), (101, 10_120), (200, 20_050)].into();
+        assert_eq!(window_latencies_ms(&rows, &visible, 0, 20_000), vec![120.0, 50.0], "one sample per window");
+        assert_eq!(window_latencies_ms(&rows, &visible, 15_000, 20_000), vec![50.0]);
+        assert!(window_latencies_ms(&rows, &visible, 25_000, 30_000).is_empty(), "batch 300 is not in the log");
     }
 
     #[test]

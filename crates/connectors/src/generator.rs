@@ -1,10 +1,12 @@
 //! One type for every generated source, so a worker holds whichever the job's plan names
 //! without knowing the kinds.
 
+use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
-use sleet_plan::SourceSpec;
+use sleet_plan::{SourceRange, SourceSpec};
 
 use crate::numbers::NumbersGenerator;
+use crate::source::Source;
 use crate::ysb::YsbGenerator;
 
 pub enum Generator {
@@ -26,5 +28,18 @@ impl Generator {
             Generator::Ysb(generator) => generator.generate(start_ms, end_ms, out),
             Generator::Numbers(generator) => generator.generate(start_ms, end_ms, out),
         }
+    }
+}
+
+/// A generator computes its records from `(seed, partition, time range)`: the batch's time
+/// range is all there is to choose, and generating is cpu work.
+impl Source for Generator {
+    fn resource(&self) -> Resource {
+        Resource::Cpu
+    }
+
+    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> SourceRange {
+        self.generate(start_ms, end_ms, out);
+        SourceRange::Time { start_ms, end_ms }
     }
 }

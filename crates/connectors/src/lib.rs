@@ -1,11 +1,14 @@
 //! Sources, static tables and sinks.
 //!
 //! ```text
-//!  generator::Generator (seed, partition, time range) ──JSON records──▶ RawRecords ──▶ worker
-//!    ├─ ysb::YsbGenerator          ysb events at a fixed rate
-//!    └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
+//!  source::Source (one partition) ──read(batch range)──▶ RawRecords + SourceRange ──▶ worker
+//!    └─ generator::Generator (seed, partition, time range), cpu
+//!         ├─ ysb::YsbGenerator          ysb events at a fixed rate
+//!         └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
 //!  table::load_table(TableSpec) ──▶ RecordBatch (broadcast to lookups)
-//!  worker ──rows──▶ sink::format_json_lines ──▶ JsonLinesSink (part-<p>.jsonl)
+//!  worker ──rows──▶ sink::Sink: encode (cpu) ──▶ write (its resource)
+//!    ├─ JsonLinesSink (part-<p>.jsonl, disk)
+//!    └─ StdoutSink
 //!  worker ──bad records──▶ dead_letter::DeadLetterWriter
 //! ```
 //!
@@ -18,6 +21,7 @@ pub mod files;
 pub mod generator;
 pub mod numbers;
 pub mod sink;
+pub mod source;
 pub mod table;
 pub mod ysb;
 

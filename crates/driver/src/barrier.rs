@@ -10,20 +10,15 @@ pub struct StageBarrier {
     outstanding: BTreeMap<TaskId, WorkerId>,
     /// Map output per reduce partition, for the next stage's tasks.
     pub blocks_by_reduce_partition: BTreeMap<u32, Vec<BlockLocation>>,
-    pub finished: Vec<(TaskId, TaskStats)>,
 }
 
 impl StageBarrier {
     pub fn new(tasks: impl IntoIterator<Item = (TaskId, WorkerId)>) -> Self {
-        StageBarrier {
-            outstanding: tasks.into_iter().collect(),
-            blocks_by_reduce_partition: BTreeMap::new(),
-            finished: Vec::new(),
-        }
+        StageBarrier { outstanding: tasks.into_iter().collect(), blocks_by_reduce_partition: BTreeMap::new() }
     }
 
     /// Records a successful report. Returns false for a task this barrier does not wait for.
-    pub fn complete(&mut self, task: TaskId, stats: TaskStats, worker: WorkerId, address: &str) -> bool {
+    pub fn complete(&mut self, task: TaskId, stats: &TaskStats, worker: WorkerId, address: &str) -> bool {
         if self.outstanding.remove(&task).is_none() {
             return false;
         }
@@ -37,7 +32,6 @@ impl StageBarrier {
                 bytes: meta.bytes,
             });
         }
-        self.finished.push((task, stats));
         true
     }
 
@@ -75,11 +69,11 @@ mod tests {
             blocks: reduce_partitions.iter().map(|&r| BlockMeta { reduce_partition: r, rows: 1, bytes: 8 }).collect(),
             ..TaskStats::default()
         };
-        assert!(barrier.complete(task(0), stats(&[0, 1]), 1, "a:1"));
+        assert!(barrier.complete(task(0), &stats(&[0, 1]), 1, "a:1"));
         assert!(!barrier.is_done());
         assert_eq!(barrier.waiting_on(), vec![2]);
-        assert!(!barrier.complete(task(0), stats(&[0]), 1, "a:1"), "a duplicate report is ignored");
-        assert!(barrier.complete(task(1), stats(&[1]), 2, "b:2"));
+        assert!(!barrier.complete(task(0), &stats(&[0]), 1, "a:1"), "a duplicate report is ignored");
+        assert!(barrier.complete(task(1), &stats(&[1]), 2, "b:2"));
         assert!(barrier.is_done());
         assert_eq!(barrier.blocks_by_reduce_partition[&0].len(), 1);
         let holders: Vec<&str> = barrier.blocks_by_reduce_partition[&1].iter().map(|b| b.address.as_str()).collect();

@@ -3,22 +3,23 @@
 
 use std::time::Duration;
 
-use sleet_plan::SchedulerKind;
-use sleet_plan::{plan_stages, JobFile, PhysicalPlan};
-use sleet_wire::clock::now_ms;
-use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, StatusBatch, WorkerId, WorkerToDriver};
+use sleet_plan::{plan_stages, JobFile, SchedulerKind};
+use sleet_wire::clock::{now_ms, BatchClock};
+use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, WorkerId};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::error::DriverError;
+use crate::job_link::{JobEvent, JobLink, RunningJob};
 use crate::membership::{EncodedMessage, Membership};
 use crate::server::{accept_loop, ClientId, DriverEvent};
 
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
     pub listen: String,
-    /// A submitted job waits (up to `worker_wait_s`) until this many workers have registered.
+    /// A submitted job starts only once this many workers have registered.
     pub expect_workers: u32,
+    /// How long a submitted job waits for `expect_workers` before it fails.
     pub worker_wait_s: u64,
     /// A stage of one batch that takes longer than this fails the job instead of hanging it.
     pub stage_timeout_s: u64,
@@ -34,6 +35,9 @@ impl Default for DriverConfig {
 const EVENT_QUEUE_LEN_MAX: usize = 65_536;
 /// How long the driver waits for workers to acknowledge the end of a job.
 const END_JOB_WAIT: Duration = Duration::from_secs(10);
+/// How far ahead of submission batch 0 starts by default: time for every worker to take in
+/// the job's registration before its first batch closes.
+const REGISTRATION_LEAD_MS: i64 = 300;
 
 /// Binds, prints `sleet driver listening on ADDR` on stdout, and serves until `Shutdown`.
 pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
@@ -48,30 +52,14 @@ pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
     Ok(())
 }
 
-pub struct Coordinator {
-    pub config: DriverConfig,
-    pub membership: Membership,
-    pub events: mpsc::Receiver<DriverEvent>,
+/// The one task that owns the driver's state; a running job's scheduler borrows it through
+/// a `JobLink`.
+struct Coordinator {
+    config: DriverConfig,
+    membership: Membership,
+    events: mpsc::Receiver<DriverEvent>,
     next_job: JobId,
-    pub shutting_down: bool,
-}
-
-/// What the running job's loop is told by an event it did not handle itself.
-pub enum JobEvent {
-    /// Batched progress from a worker, and what decoding it cost the driver.
-    Status(StatusBatch, i64),
-    Ended {
-        worker: WorkerId,
-        job: JobId,
-    },
-    Stop,
-    Lost {
-        worker: WorkerId,
-        name: String,
-        pid: u32,
-        reason: String,
-    },
-    Timeout,
+    shutting_down: bool,
 }
 
 impl Coordinator {
@@ -107,44 +95,61 @@ impl Coordinator {
                 return;
             }
         };
-        if let Err(error) = self.wait_for_workers().await {
-            let _ = replies.send(DriverToClient::Rejected { reason: error.to_string() }).await;
-            return;
+        match self.wait_for_workers(client).await {
+            Ok(WorkersWaited::Enough) => {}
+            Ok(WorkersWaited::Cancelled) => {
+                eprintln!("sleet driver: a submitted job was cancelled while it waited for workers");
+                return;
+            }
+            Err(error) => {
+                eprintln!("sleet driver: a submitted job did not start: {error}");
+                let _ = replies.send(DriverToClient::Rejected { reason: error.to_string() }).await;
+                return;
+            }
         }
         let job = self.next_job;
         self.next_job += 1;
-        let interval = job_file.settings.batch_interval_ms.max(1) as i64;
+        let interval_ms = job_file.settings.batch_interval_ms.max(1) as i64;
         // By default batch 0 starts on an interval boundary a little ahead, so every worker
         // has the registration before the first batch closes.
-        let start_ms =
-            job_file.settings.start_ms.unwrap_or_else(|| (now_ms() + 300 + interval - 1) / interval * interval);
+        let clock = match job_file.settings.start_ms {
+            Some(start_ms) => BatchClock::new(start_ms, interval_ms),
+            None => BatchClock::aligned_after(now_ms() + REGISTRATION_LEAD_MS, interval_ms),
+        };
         let registration = JobRegistration {
             job,
             name: job_file.plan.name.clone(),
             stages: physical.stages.clone(),
-            batch_interval_ms: interval as u64,
-            start_ms,
+            clock,
             dead_letter_dir: job_file.settings.dead_letter_dir.clone(),
         };
         let workers = self.membership.ids();
-        let register = crate::membership::EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
+        let register = EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
         for handle in self.membership.handles() {
             let _ = handle.send_encoded(register.clone()).await;
         }
-        let _ = replies.send(DriverToClient::Accepted { job, workers: workers.len() as u32, start_ms }).await;
+        let accepted = DriverToClient::Accepted { job, workers: workers.len() as u32, start_ms: clock.start_ms };
+        let _ = replies.send(accepted).await;
         let scheduler = job_file.settings.scheduler;
         eprintln!(
-            "sleet driver: job {job} `{}` starts at {start_ms} on workers {workers:?} ({scheduler} scheduler)",
-            job_file.plan.name
+            "sleet driver: job {job} `{}` starts at {} on workers {workers:?} ({scheduler} scheduler)",
+            job_file.plan.name, clock.start_ms
         );
 
-        let context =
-            RunningJob { job, client, start_ms, interval_ms: interval, settings: job_file.settings, physical };
-        let result = match scheduler {
-            SchedulerKind::Bsp => crate::bsp::run(self, &context, &workers, &replies).await,
-            SchedulerKind::Group => crate::group::run(self, &context, &workers, &replies).await,
+        let context = RunningJob {
+            job,
+            client,
+            clock,
+            settings: job_file.settings,
+            physical,
+            stage_timeout: Duration::from_secs(self.config.stage_timeout_s),
         };
-        self.end_job(job, &workers).await;
+        let mut link = self.link(job, client);
+        let result = match scheduler {
+            SchedulerKind::Bsp => crate::bsp::run(&mut link, &context, &workers, &replies).await,
+            SchedulerKind::Group => crate::group::run(&mut link, &context, &workers, &replies).await,
+        };
+        self.end_job(job, client, &workers).await;
         match result {
             Ok(summary) => {
                 eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total);
@@ -158,30 +163,59 @@ impl Coordinator {
         }
     }
 
-    async fn wait_for_workers(&mut self) -> Result<(), DriverError> {
+    fn link(&mut self, job: JobId, client: ClientId) -> JobLink<'_> {
+        JobLink {
+            events: &mut self.events,
+            membership: &mut self.membership,
+            shutting_down: &mut self.shutting_down,
+            job,
+            client,
+        }
+    }
+
+    /// Holds a submitted job until `expect_workers` workers have joined. After
+    /// `worker_wait_s` with fewer, the job fails, naming who did join: running on fewer
+    /// workers than the user planned for would quietly change what is measured. The
+    /// submitting client going away, or asking to stop, cancels the wait.
+    async fn wait_for_workers(&mut self, client: ClientId) -> Result<WorkersWaited, DriverError> {
+        let expected = self.config.expect_workers.max(1);
         let deadline = tokio::time::Instant::now() + Duration::from_secs(self.config.worker_wait_s);
-        while (self.membership.len() as u32) < self.config.expect_workers.max(1) {
+        while (self.membership.len() as u32) < expected {
             match tokio::time::timeout_at(deadline, self.events.recv()).await {
                 Ok(Some(DriverEvent::WorkerJoined(handle))) => self.membership.join(handle),
-                Ok(Some(DriverEvent::WorkerLost { worker, .. })) => {
+                Ok(Some(DriverEvent::WorkerLost { worker, reason })) => {
                     self.membership.leave(worker);
+                    eprintln!("sleet driver: worker {worker} left: {reason}");
                 }
-                Ok(Some(DriverEvent::Shutdown)) => self.shutting_down = true,
+                Ok(Some(DriverEvent::ClientGone { client: gone })) if gone == client => {
+                    return Ok(WorkersWaited::Cancelled)
+                }
+                Ok(Some(DriverEvent::Shutdown)) => {
+                    self.shutting_down = true;
+                    return Ok(WorkersWaited::Cancelled);
+                }
+                Ok(Some(DriverEvent::Submit { replies, .. })) => {
+                    let reason = "the driver is busy with a job waiting for workers; submit again when it ends";
+                    let _ = replies.send(DriverToClient::Rejected { reason: reason.into() }).await;
+                }
                 Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
+                Ok(None) | Err(_) => {
+                    let joined = self
+                        .membership
+                        .handles()
+                        .map(|handle| {
+                            format!("{} (pid {}, shuffle on {})", handle.name, handle.pid, handle.shuffle_address)
+                        })
+                        .collect();
+                    return Err(DriverError::TooFewWorkers { expected, joined, waited_s: self.config.worker_wait_s });
+                }
             }
         }
-        if self.membership.is_empty() {
-            return Err(DriverError::NoWorkers {
-                expected: self.config.expect_workers,
-                waited_s: self.config.worker_wait_s,
-            });
-        }
-        Ok(())
+        Ok(WorkersWaited::Enough)
     }
 
     /// Tells every worker of the job to flush and drop it, and waits for their answers.
-    async fn end_job(&mut self, job: JobId, workers: &[WorkerId]) {
+    async fn end_job(&mut self, job: JobId, client: ClientId, workers: &[WorkerId]) {
         let mut waiting: Vec<WorkerId> = Vec::new();
         for worker in workers {
             if let Some(handle) = self.membership.get(*worker) {
@@ -191,8 +225,9 @@ impl Coordinator {
             }
         }
         let deadline = tokio::time::Instant::now() + END_JOB_WAIT;
+        let mut link = self.link(job, client);
         while !waiting.is_empty() {
-            match self.next_job_event(job, 0, deadline).await {
+            match link.next_event(deadline).await {
                 JobEvent::Ended { worker, job: ended } if ended == job => waiting.retain(|w| *w != worker),
                 JobEvent::Lost { worker, .. } => waiting.retain(|w| *w != worker),
                 JobEvent::Timeout => {
@@ -203,112 +238,11 @@ impl Coordinator {
             }
         }
     }
-
-    /// Waits for the next event that concerns the running job, handling the others here.
-    pub async fn next_job_event(&mut self, job: JobId, client: ClientId, deadline: tokio::time::Instant) -> JobEvent {
-        loop {
-            let event = match tokio::time::timeout_at(deadline, self.events.recv()).await {
-                Err(_) => return JobEvent::Timeout,
-                Ok(None) => return JobEvent::Stop,
-                Ok(Some(event)) => event,
-            };
-            match event {
-                DriverEvent::WorkerJoined(handle) => self.membership.join(handle),
-                DriverEvent::WorkerLost { worker, reason } => {
-                    if let Some(handle) = self.membership.leave(worker) {
-                        return JobEvent::Lost { worker, name: handle.name, pid: handle.pid, reason };
-                    }
-                }
-                DriverEvent::FromWorker { message: WorkerToDriver::Status(status), decode_us, .. } => {
-                    return JobEvent::Status(status, decode_us)
-                }
-                DriverEvent::FromWorker { worker, message: WorkerToDriver::JobEnded { job }, .. } => {
-                    return JobEvent::Ended { worker, job }
-                }
-                DriverEvent::FromWorker { .. } => {}
-                DriverEvent::Submit { replies, .. } => {
-                    let reason = format!("the driver is busy running job {job}; submit again when it ends");
-                    let _ = replies.send(DriverToClient::Rejected { reason }).await;
-                }
-                DriverEvent::Stop { job: stopped } if stopped == job => return JobEvent::Stop,
-                DriverEvent::Stop { .. } => {}
-                DriverEvent::ClientGone { client: gone } if gone == client => return JobEvent::Stop,
-                DriverEvent::ClientGone { .. } => {}
-                DriverEvent::Shutdown => {
-                    self.shutting_down = true;
-                    return JobEvent::Stop;
-                }
-            }
-        }
-    }
 }
 
-impl Coordinator {
-    /// Sends a message to a worker of the job; a worker that is gone or whose connection
-    /// closed is lost, which fails the job at `batch`.
-    pub async fn send_to(&self, worker: WorkerId, message: EncodedMessage, batch: u64) -> Result<(), DriverError> {
-        let Some(handle) = self.membership.get(worker) else {
-            let (name, pid, reason) = ("unknown".into(), 0, "it is gone".into());
-            return Err(DriverError::WorkerLost { worker, name, pid, batch, reason });
-        };
-        if handle.send_encoded(message).await {
-            return Ok(());
-        }
-        let (name, pid, reason) = (handle.name.clone(), handle.pid, "its connection closed".into());
-        Err(DriverError::WorkerLost { worker, name, pid, batch, reason })
-    }
-
-    /// A task that fails because a peer vanished (a fetch from a dead worker) is a symptom;
-    /// the worker's lost connection, which follows within moments, is the cause worth
-    /// reporting.
-    pub async fn explain_failure(
-        &mut self,
-        job: &RunningJob,
-        task: sleet_wire::TaskId,
-        failed_on: WorkerId,
-        failure: String,
-        batch: u64,
-    ) -> DriverError {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
-        loop {
-            match self.next_job_event(job.job, job.client, deadline).await {
-                JobEvent::Lost { worker, name, pid, reason } => {
-                    return DriverError::WorkerLost { worker, name, pid, batch, reason }
-                }
-                JobEvent::Timeout | JobEvent::Stop => {
-                    return DriverError::TaskFailed { task, worker: failed_on, reason: failure }
-                }
-                JobEvent::Status(..) | JobEvent::Ended { .. } => {}
-            }
-        }
-    }
-}
-
-/// A job while it runs: what the scheduler needs to know about it.
-pub struct RunningJob {
-    pub job: JobId,
-    pub client: ClientId,
-    pub start_ms: i64,
-    pub interval_ms: i64,
-    pub settings: sleet_plan::JobSettings,
-    pub physical: PhysicalPlan,
-}
-
-impl RunningJob {
-    /// How many batches the job runs, when it has a duration.
-    pub fn batches_total(&self) -> Option<u64> {
-        self.settings
-            .duration_ms
-            .map(|duration| (duration as i64 + self.interval_ms - 1) as u64 / self.interval_ms as u64)
-    }
-
-    /// The event-time range `[start, end)` of a batch.
-    pub fn batch_range_ms(&self, batch: u64) -> (i64, i64) {
-        let start_ms = self.start_ms + batch as i64 * self.interval_ms;
-        (start_ms, start_ms + self.interval_ms)
-    }
-
-    pub fn batch_end_ms(&self, batch: u64) -> i64 {
-        self.batch_range_ms(batch).1
-    }
+/// How a submitted job's wait for workers ended, when it did not fail.
+enum WorkersWaited {
+    Enough,
+    /// Its client went away or the driver is shutting down: the job never starts.
+    Cancelled,
 }

@@ -7,8 +7,9 @@ pub enum DriverError {
     /// The submitted job cannot run: the reason names the offending node and field.
     #[error("the job was rejected")]
     Plan(#[from] sleet_plan::PlanError),
-    #[error("no worker registered within {waited_s} s (expected {expected})")]
-    NoWorkers { expected: u32, waited_s: u64 },
+    /// The job needs more workers than joined; the message names those that did.
+    #[error("{} of {expected} expected workers joined within {waited_s} s{}; the job did not start (start more workers, or lower --expect-workers)", joined.len(), joined_list(joined))]
+    TooFewWorkers { expected: u32, joined: Vec<String>, waited_s: u64 },
     /// A worker process went away; without recovery (a later feature) the job cannot finish.
     #[error("worker {worker} ({name}, pid {pid}) was lost during batch {batch}: {reason}; the job is stopped because recovery from a lost worker is not implemented yet")]
     WorkerLost { worker: WorkerId, name: String, pid: u32, batch: u64, reason: String },
@@ -20,4 +21,12 @@ pub enum DriverError {
     Wire(#[from] WireError),
     #[error("I/O failed")]
     Io(#[from] std::io::Error),
+}
+
+fn joined_list(joined: &[String]) -> String {
+    if joined.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", joined.join(", "))
+    }
 }

@@ -23,15 +23,17 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sleet_wire::clock::{now_ms, now_us};
-use sleet_wire::{DriverToClient, DriverToWorker, GroupRecord, JobSummary, TaskOutcome, WorkerId};
+use sleet_wire::{DriverToClient, DriverToWorker, GroupRecord, JobSummary, WorkerId};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::coordinator::{Coordinator, JobEvent, RunningJob};
+use crate::batch_ledger::BatchLedger;
 use crate::error::DriverError;
 use crate::group_plan::{compose_group, group_tasks, GroupSpec};
 use crate::group_size::GroupSizePolicy;
 use crate::group_tracker::{GroupCost, GroupTracker};
+use crate::intake::take_reports;
+use crate::job_link::{JobEvent, JobLink, RunningJob};
 use crate::membership::EncodedMessage;
 use crate::placement::Placement;
 use crate::progress::JobStats;
@@ -57,7 +59,7 @@ struct GroupScheduler<'a> {
 }
 
 pub async fn run(
-    coordinator: &mut Coordinator,
+    link: &mut JobLink<'_>,
     job: &RunningJob,
     workers: &[WorkerId],
     replies: &mpsc::Sender<DriverToClient>,
@@ -67,29 +69,27 @@ pub async fn run(
     let last_stage = stages.last().expect("a plan has a stage").id;
     let addresses = workers
         .iter()
-        .filter_map(|worker| {
-            coordinator.membership.get(*worker).map(|handle| (*worker, handle.shuffle_address.clone()))
-        })
+        .filter_map(|worker| link.shuffle_address(*worker).map(|address| (*worker, address.to_string())))
         .collect();
     let mut scheduler = GroupScheduler {
         job,
         placement: Placement::new(workers.to_vec()),
         addresses,
-        tracker: GroupTracker::new(job.start_ms, job.interval_ms, first_stage, last_stage),
+        tracker: GroupTracker::new(BatchLedger::new(job.clock, first_stage, last_stage)),
         policy: GroupSizePolicy::new(job.settings.group_size, job.settings.overhead_bounds),
-        stats: JobStats::new(job.job, job.start_ms, job.settings.scheduler),
+        stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
         next_group: 0,
         next_batch: 0,
         batch_limit: job.batches_total().unwrap_or(u64::MAX),
     };
-    let stage_timeout = Duration::from_secs(coordinator.config.stage_timeout_s);
-    scheduler.send_groups(coordinator).await?;
+    let stage_timeout = job.stage_timeout;
+    scheduler.send_groups(link).await?;
     let mut last_activity = Instant::now();
     let mut next_progress = Instant::now() + PROGRESS_EVERY;
     let mut stopping = false;
     while !(scheduler.tracker.is_idle() && scheduler.next_batch >= scheduler.batch_limit) {
         let deadline = next_progress.min(last_activity + stage_timeout);
-        match coordinator.next_job_event(job.job, job.client, deadline).await {
+        match link.next_event(deadline).await {
             JobEvent::Status(status, decode_us) => {
                 last_activity = Instant::now();
                 let handling_started_us = now_us();
@@ -98,31 +98,24 @@ pub async fn run(
                     scheduler.tracker.registered(registered);
                 }
                 let mut batches = Vec::new();
-                for report in &status.reports {
-                    match &report.outcome {
-                        TaskOutcome::Succeeded(task_stats) => {
-                            if scheduler.tracker.report(report, task_stats, &mut batches) {
-                                scheduler.stats.add_task(task_stats, &report.monotasks, now);
-                            }
-                        }
-                        TaskOutcome::Failed { reason } => {
-                            let reason = reason.clone();
-                            return Err(coordinator
-                                .explain_failure(job, report.task, report.worker, reason, report.task.batch)
-                                .await);
-                        }
-                    }
+                let tracker = &mut scheduler.tracker;
+                let taken = take_reports(&status, &mut scheduler.stats, now, |report, task_stats| {
+                    tracker.report(report, task_stats, &mut batches)
+                });
+                if let Err(failure) = taken {
+                    let batch = failure.task.batch;
+                    return Err(link.explain_failure(failure, batch).await);
                 }
                 scheduler.tracker.charge_status(&status, decode_us + (now_us() - handling_started_us));
                 for record in batches {
                     scheduler.stats.push_batch(record);
                 }
                 scheduler.close_finished_groups(now);
-                scheduler.send_groups(coordinator).await?;
+                scheduler.send_groups(link).await?;
             }
             JobEvent::Stop if !stopping => {
                 stopping = true;
-                scheduler.stop(coordinator).await;
+                scheduler.stop(link).await;
             }
             JobEvent::Stop | JobEvent::Ended { .. } => {}
             JobEvent::Lost { worker, name, pid, reason } => {
@@ -133,7 +126,7 @@ pub async fn run(
                 if last_activity.elapsed() >= stage_timeout {
                     if let Some((batch, stage, workers)) = scheduler.tracker.waiting_on() {
                         // A batch still ahead of the clock is not late, only not yet due.
-                        if job.batch_end_ms(batch) + (stage_timeout.as_millis() as i64) < now_ms() {
+                        if job.clock.end_ms(batch) + (stage_timeout.as_millis() as i64) < now_ms() {
                             return Err(DriverError::StageTimeout {
                                 stage,
                                 batch,
@@ -156,14 +149,14 @@ pub async fn run(
 
 impl GroupScheduler<'_> {
     /// Sends groups until `GROUPS_IN_FLIGHT` are out or the job's batches are all sent.
-    async fn send_groups(&mut self, coordinator: &Coordinator) -> Result<(), DriverError> {
+    async fn send_groups(&mut self, link: &JobLink<'_>) -> Result<(), DriverError> {
         while self.tracker.groups_in_flight() < GROUPS_IN_FLIGHT && self.next_batch < self.batch_limit {
-            self.send_group(coordinator).await?;
+            self.send_group(link).await?;
         }
         Ok(())
     }
 
-    async fn send_group(&mut self, coordinator: &Coordinator) -> Result<(), DriverError> {
+    async fn send_group(&mut self, link: &JobLink<'_>) -> Result<(), DriverError> {
         let decided_at_us = now_us();
         let remaining = self.batch_limit - self.next_batch;
         let batch_count = (self.policy.size() as u64).min(remaining) as u32;
@@ -174,7 +167,7 @@ impl GroupScheduler<'_> {
         for (worker, launch) in messages {
             let message = EncodedMessage::new(&DriverToWorker::LaunchGroup(launch));
             self.stats.launched(now_us());
-            coordinator.send_to(worker, message, spec.first_batch).await?;
+            link.send_to(worker, message, spec.first_batch).await?;
         }
         let tasks = group_tasks(&spec, stages, &self.placement);
         // The tracker's bookkeeping grows with the group, so it counts as scheduling too.
@@ -214,14 +207,15 @@ impl GroupScheduler<'_> {
 
     /// Ends the job on a batch boundary: batches closing within `STOP_MARGIN_MS` still run,
     /// later ones are dropped on every worker before they can start.
-    async fn stop(&mut self, coordinator: &Coordinator) {
-        let due = (now_ms() + STOP_MARGIN_MS - self.job.start_ms).max(0) / self.job.interval_ms;
+    async fn stop(&mut self, link: &JobLink<'_>) {
+        // The batches that close within the margin are as good as started: they still run.
+        let due = self.job.clock.closed_by(now_ms() + STOP_MARGIN_MS);
         let last_sent = self.next_batch.saturating_sub(1);
-        let last_batch = (due as u64).min(last_sent);
+        let last_batch = due.min(last_sent);
         self.batch_limit = self.batch_limit.min(last_batch + 1).min(self.next_batch);
         let truncate = EncodedMessage::new(&DriverToWorker::Truncate { job: self.job.job, last_batch });
         for worker in self.placement.workers() {
-            if let Some(handle) = coordinator.membership.get(*worker) {
+            if let Some(handle) = link.membership.get(*worker) {
                 let _ = handle.send_encoded(truncate.clone()).await;
             }
         }

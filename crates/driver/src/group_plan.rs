@@ -78,18 +78,7 @@ pub fn compose_group(
 
 /// Every task of the group and the worker that runs it: what the driver waits for.
 pub fn group_tasks(spec: &GroupSpec, stages: &[StagePlan], placement: &Placement) -> Vec<(TaskId, WorkerId)> {
-    let mut tasks = Vec::new();
-    for batch in spec.batches() {
-        for stage in stages {
-            for partition in 0..stage.partitions {
-                tasks.push((
-                    TaskId { job: spec.job, stage: stage.id, partition, batch },
-                    placement.worker_of(partition),
-                ));
-            }
-        }
-    }
-    tasks
+    spec.batches().flat_map(|batch| placement.batch_tasks(spec.job, batch, stages)).collect()
 }
 
 #[cfg(test)]

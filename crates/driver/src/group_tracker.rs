@@ -26,11 +26,10 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
-
 use sleet_plan::StageId;
 use sleet_wire::{BatchRecord, GroupRegistered, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId};
 
+use crate::batch_ledger::{BatchLedger, Taken};
 use crate::group_plan::GroupSpec;
 
 /// A group whose every task and registration is in.
@@ -76,32 +75,14 @@ struct GroupState {
 }
 
 #[derive(Debug)]
-struct BatchState {
-    group: u64,
-    /// Hashed, not ordered: every task of every batch goes in and out once, and only the
-    /// rare `waiting_on` looks at them as a whole.
-    outstanding: FxHashMap<TaskId, WorkerId>,
-    record: BatchRecord,
-    launched_at_us: i64,
-    /// Per stage: the first task start and the last task end (µs).
-    /// A list, not a map: a plan has a stage or two, and this is touched once per task.
-    stage_spans: Vec<(StageId, (i64, i64))>,
-}
-
-#[derive(Debug)]
 pub struct GroupTracker {
-    start_ms: i64,
-    interval_ms: i64,
     groups: BTreeMap<u64, GroupState>,
-    batches: BTreeMap<u64, BatchState>,
-    last_stage: Option<StageId>,
+    batches: BatchLedger,
 }
 
 impl GroupTracker {
-    /// `last_stage` is the stage whose span is the batch's reduce time (when there are two).
-    pub fn new(start_ms: i64, interval_ms: i64, first_stage: StageId, last_stage: StageId) -> Self {
-        let last_stage = (last_stage != first_stage).then_some(last_stage);
-        GroupTracker { start_ms, interval_ms, groups: BTreeMap::new(), batches: BTreeMap::new(), last_stage }
+    pub fn new(batches: BatchLedger) -> Self {
+        GroupTracker { groups: BTreeMap::new(), batches }
     }
 
     /// The driver sent `spec` to `workers_messaged` workers; `tasks` are all its tasks.
@@ -113,21 +94,13 @@ impl GroupTracker {
         sent_at_ms: i64,
     ) {
         assert!(!self.groups.contains_key(&spec.group), "group {} launched twice", spec.group);
-        for batch in spec.batches() {
-            let scheduled_end_ms = self.start_ms + (batch as i64 + 1) * self.interval_ms;
-            let record = BatchRecord { batch, group: Some(spec.group), scheduled_end_ms, ..BatchRecord::default() };
-            let state = BatchState {
-                group: spec.group,
-                outstanding: FxHashMap::default(),
-                record,
-                launched_at_us: i64::MAX,
-                stage_spans: Vec::new(),
-            };
-            assert!(self.batches.insert(batch, state).is_none(), "batch {batch} is in two groups");
-        }
+        let mut by_batch: BTreeMap<u64, Vec<(TaskId, WorkerId)>> =
+            spec.batches().map(|batch| (batch, Vec::new())).collect();
         for (task, worker) in tasks {
-            let batch = self.batches.get_mut(&task.batch).expect("a group's tasks belong to its batches");
-            batch.outstanding.insert(task, worker);
+            by_batch.get_mut(&task.batch).expect("a group's tasks belong to its batches").push((task, worker));
+        }
+        for (batch, tasks) in by_batch {
+            self.batches.open(batch, Some(spec.group), tasks);
         }
         self.groups.insert(
             spec.group,
@@ -154,7 +127,6 @@ impl GroupTracker {
         }
     }
 
-    /// Charges the driver's time handling status entries of `group` to it.
     /// The driver's time deciding, composing and sending a group.
     pub fn charge_schedule(&mut self, group: u64, schedule_us: i64) {
         if let Some(group) = self.groups.get_mut(&group) {
@@ -182,50 +154,19 @@ impl GroupTracker {
     /// Returns false (and changes nothing) for a task this tracker does not wait for, such as
     /// one that started past a truncation.
     pub fn report(&mut self, report: &TaskReport, stats: &TaskStats, completed_batches: &mut Vec<BatchRecord>) -> bool {
-        let task = report.task;
-        let Some(batch) = self.batches.get_mut(&task.batch) else { return false };
-        if batch.outstanding.remove(&task).is_none() {
-            return false;
-        }
-        let group = self.groups.get_mut(&batch.group).expect("an open batch has an open group");
+        let record = match self.batches.report(report, stats) {
+            Taken::Ignored => return false,
+            Taken::Counted => None,
+            Taken::Completed(record) => Some(record),
+        };
+        let group = report.group.and_then(|group| self.groups.get_mut(&group));
+        let group = group.expect("a task the ledger waits for belongs to an open group");
         group.execute_us += report.monotasks.iter().map(|monotask| monotask.run_us().max(0)).sum::<i64>();
-        if stats.source_range.is_some() {
-            batch.record.events_in += stats.records_in;
-        }
-        batch.record.dead_letters += stats.dead_letters;
-        batch.launched_at_us = batch.launched_at_us.min(report.started_at_us);
-        batch.record.finished_at_us = batch.record.finished_at_us.max(report.finished_at_us);
-        match batch.stage_spans.iter_mut().find(|(stage, _)| *stage == task.stage) {
-            Some((_, span)) => {
-                span.0 = span.0.min(report.started_at_us);
-                span.1 = span.1.max(report.finished_at_us);
-            }
-            None => batch.stage_spans.push((task.stage, (report.started_at_us, report.finished_at_us))),
-        }
-        if batch.outstanding.is_empty() {
-            let group_id = batch.group;
-            let batch = self.batches.remove(&task.batch).expect("present");
-            completed_batches.push(self.finish_record(batch));
-            let group = self.groups.get_mut(&group_id).expect("present");
+        if let Some(record) = record {
             group.batches_open -= 1;
+            completed_batches.push(record);
         }
         true
-    }
-
-    fn finish_record(&self, batch: BatchState) -> BatchRecord {
-        let span_ms = |stage: StageId| {
-            batch
-                .stage_spans
-                .iter()
-                .find(|(spanned, _)| *spanned == stage)
-                .map_or(0.0, |(_, (start, end))| (end - start).max(0) as f64 / 1000.0)
-        };
-        let mut record = batch.record;
-        record.launched_at_ms = batch.launched_at_us / 1000;
-        record.finished_at_ms = record.finished_at_us / 1000;
-        record.map_stage_ms = span_ms(StageId(0));
-        record.reduce_stage_ms = self.last_stage.map_or(0.0, span_ms);
-        record
     }
 
     /// Every group whose tasks and registrations are all in, oldest first.
@@ -258,10 +199,8 @@ impl GroupTracker {
     /// groups wholly past it were sent but will not run (their registrations may still
     /// arrive and are then ignored).
     pub fn truncate(&mut self, last_batch: u64) {
-        let dropped: Vec<u64> = self.batches.range(last_batch + 1..).map(|(batch, _)| *batch).collect();
-        for batch in dropped {
-            let state = self.batches.remove(&batch).expect("present");
-            if let Some(group) = self.groups.get_mut(&state.group) {
+        for group in self.batches.truncate(last_batch).into_iter().flatten() {
+            if let Some(group) = self.groups.get_mut(&group) {
                 group.batches_open -= 1;
             }
         }
@@ -277,24 +216,20 @@ impl GroupTracker {
     }
 
     pub fn oldest_open_batch(&self) -> Option<u64> {
-        self.batches.keys().next().copied()
+        self.batches.oldest_open_batch()
     }
 
     /// The oldest open batch's outstanding tasks: a stage and the workers running it.
     pub fn waiting_on(&self) -> Option<(u64, StageId, Vec<WorkerId>)> {
-        let (batch, state) = self.batches.iter().next()?;
-        let stage = state.outstanding.keys().map(|task| task.stage).min()?;
-        let mut workers: Vec<WorkerId> =
-            state.outstanding.iter().filter(|(task, _)| task.stage == stage).map(|(_, worker)| *worker).collect();
-        workers.sort_unstable();
-        workers.dedup();
-        Some((*batch, stage, workers))
+        self.batches.waiting_on()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use sleet_clarity::{MonotaskKind, MonotaskRecord};
+    use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+    use sleet_plan::SourceRange;
+    use sleet_wire::clock::BatchClock;
     use sleet_wire::TaskOutcome;
 
     use super::*;
@@ -337,7 +272,7 @@ mod tests {
     fn report(stage: u32, batch: u64, started_us: i64, run_us: i64) -> TaskReport {
         let monotask = MonotaskRecord {
             kind: MonotaskKind::MapCompute,
-            resource: MonotaskKind::MapCompute.resource(),
+            resource: Resource::Cpu,
             bytes: 0,
             queued_at_us: started_us,
             started_at_us: started_us,
@@ -346,7 +281,7 @@ mod tests {
         TaskReport {
             task: TaskId { job: JOB, stage: StageId(stage), partition: 0, batch },
             worker: 1,
-            group: None,
+            group: Some(0),
             outcome: TaskOutcome::Succeeded(TaskStats::default()),
             monotasks: vec![monotask],
             started_at_us: started_us,
@@ -355,7 +290,11 @@ mod tests {
     }
 
     fn source_stats(records: u64) -> TaskStats {
-        TaskStats { source_range: Some((0, 10)), records_in: records, ..TaskStats::default() }
+        TaskStats {
+            source_range: Some(SourceRange::Time { start_ms: 0, end_ms: 10 }),
+            records_in: records,
+            ..TaskStats::default()
+        }
     }
 
     fn in_group(group: u64, report: TaskReport) -> TaskReport {
@@ -367,7 +306,7 @@ mod tests {
     }
 
     fn tracker() -> GroupTracker {
-        GroupTracker::new(0, 10, StageId(0), StageId(1))
+        GroupTracker::new(BatchLedger::new(BatchClock::new(0, 10), StageId(0), StageId(1)))
     }
 
     #[test]
@@ -426,7 +365,11 @@ mod tests {
         tracker.launched(second, tasks_of(&second), 1, 0);
         let status = StatusBatch {
             registered: vec![registered(1, 0, 0)],
-            reports: vec![in_group(0, report(0, 0, 0, 1)), in_group(1, report(0, 1, 0, 1)), report(1, 0, 0, 1)],
+            reports: vec![
+                in_group(0, report(0, 0, 0, 1)),
+                in_group(1, report(0, 1, 0, 1)),
+                TaskReport { group: None, ..report(1, 0, 0, 1) },
+            ],
         };
         tracker.charge_status(&status, 900);
         let status_us: Vec<i64> = [0, 1].iter().map(|group| tracker.groups[group].status_us).collect();

@@ -2,15 +2,17 @@
 //!
 //! ```text
 //!  clients / workers ──TCP──▶ server (frames → DriverEvent) ──▶ coordinator (owns state)
-//!                                                                   │ per job, one of:
-//!                                                                   ▼
+//!                                                 lends it as a JobLink │ per job, one of:
+//!                                                                       ▼
 //!  group: per group ─ LaunchGroup × workers ─▶ workers ─ Status (batched, async) ─▶ tracker
 //!         group_plan · group_tracker · group_size (AIMD) · placement          (all pure)
 //!  bsp:   per batch ─ LaunchTask × tasks ─▶ workers ─ Status ─▶ barrier ─▶ next stage
-//!         placement · barrier · progress                                      (all pure)
+//!         placement · barrier                                                 (all pure)
+//!  both:  Status ─▶ intake (failures, figures) ─▶ batch_ledger (batch records) ─▶ progress
 //! ```
 
 pub mod barrier;
+pub mod batch_ledger;
 pub mod bsp;
 pub mod coordinator;
 pub mod error;
@@ -18,6 +20,8 @@ pub mod group;
 pub mod group_plan;
 pub mod group_size;
 pub mod group_tracker;
+pub mod intake;
+pub mod job_link;
 pub mod membership;
 pub mod placement;
 pub mod progress;

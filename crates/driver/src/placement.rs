@@ -3,7 +3,8 @@
 //! Partitions go round-robin over the workers in id order, so a partition stays on the same
 //! worker for the whole job: its keyed state and its sink file never move.
 
-use sleet_wire::WorkerId;
+use sleet_plan::StagePlan;
+use sleet_wire::{JobId, TaskId, WorkerId};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
@@ -24,6 +25,18 @@ impl Placement {
 
     pub fn workers(&self) -> &[WorkerId] {
         &self.workers
+    }
+
+    /// Every task of one batch, of every stage, and the worker that runs it.
+    pub fn batch_tasks(&self, job: JobId, batch: u64, stages: &[StagePlan]) -> Vec<(TaskId, WorkerId)> {
+        stages
+            .iter()
+            .flat_map(|stage| {
+                (0..stage.partitions).map(move |partition| {
+                    (TaskId { job, stage: stage.id, partition, batch }, self.worker_of(partition))
+                })
+            })
+            .collect()
     }
 }
 

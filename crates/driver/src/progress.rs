@@ -44,7 +44,7 @@ impl JobStats {
         JobStats { job, start_ms, scheduler: scheduler.to_string(), ..JobStats::default() }
     }
 
-    pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord], now_ms: i64) -> (u64, u64) {
+    pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord], now_ms: i64) {
         if stats.source_range.is_some() {
             self.events_in += stats.records_in;
         }
@@ -65,8 +65,6 @@ impl JobStats {
         for monotask in monotasks {
             self.monotasks.add(monotask);
         }
-        let events = if stats.source_range.is_some() { stats.records_in } else { 0 };
-        (events, stats.dead_letters)
     }
 
     /// Notes a launch; the first one is the job's start of work.
@@ -144,13 +142,19 @@ impl JobStats {
 
 #[cfg(test)]
 mod tests {
+    use sleet_plan::SourceRange;
+
     use super::*;
 
     #[test]
     fn counts_source_events_once_and_recent_latency_forgets_old_windows() {
         let mut stats = JobStats::new(1, 0, SchedulerKind::Bsp);
-        let source =
-            TaskStats { source_range: Some((0, 100)), records_in: 50, dead_letters: 2, ..TaskStats::default() };
+        let source = TaskStats {
+            source_range: Some(SourceRange::Time { start_ms: 0, end_ms: 100 }),
+            records_in: 50,
+            dead_letters: 2,
+            ..TaskStats::default()
+        };
         let reduce = TaskStats { records_in: 10, window_latencies_ms: vec![120], ..TaskStats::default() };
         stats.add_task(&source, &[], 1_000);
         stats.add_task(&reduce, &[], 1_000);

@@ -80,8 +80,9 @@ impl StagePipeline {
         Ok(StagePipeline { operators, output: stage.output.clone() })
     }
 
-    /// Runs one batch through the stage. `now_ms` stamps window updates (their processing time).
-    pub fn run(&mut self, input: &StageInputData, now_ms: i64) -> Result<StageRunOutput, ExecError> {
+    /// Runs batch `batch` through the stage; window state remembers which batch last changed
+    /// each key, so a window's latency can be read off when that batch's output is visible.
+    pub fn run(&mut self, input: &StageInputData, batch: u64) -> Result<StageRunOutput, ExecError> {
         let mut out = StageRunOutput::default();
         let mut operators = self.operators.iter_mut().peekable();
         let mut batches: Vec<RecordBatch> = match input {
@@ -110,7 +111,7 @@ impl StagePipeline {
             batches = match operator {
                 OperatorExec::Decode(_) => unreachable!("validated: decode only reads raw source records"),
                 OperatorExec::Window(window) => {
-                    let output = window.process(&batches, now_ms)?;
+                    let output = window.process(&batches, batch)?;
                     out.late_rows_dropped += output.late_rows_dropped;
                     out.closed_windows.extend(output.closed);
                     vec![output.updates]

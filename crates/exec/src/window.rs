@@ -205,7 +205,8 @@ fn fold(accumulator: &mut Cell, how: Fold, input: Cell) {
 #[derive(Debug, Clone)]
 struct Group {
     accumulators: Vec<Cell>,
-    last_update_ms: i64,
+    /// The last batch that changed this group: its output is what a reader sees of it.
+    last_update_batch: u64,
     max_event_time: i64,
     touched_in: u64,
 }
@@ -303,7 +304,7 @@ fn fold_batch(
     batch: &RecordBatch,
     windows: &mut Windows,
     drop_until: Option<i64>,
-    now_ms: i64,
+    update_batch: u64,
     generation: u64,
     touched: &mut Vec<(i64, Box<[u8]>)>,
 ) -> Result<(u64, Option<i64>), ExecError> {
@@ -344,7 +345,7 @@ fn fold_batch(
             Some(group) => group,
             None => groups.entry(key.clone().into_boxed_slice()).or_insert_with(|| Group {
                 accumulators: initial.clone(),
-                last_update_ms: now_ms,
+                last_update_batch: update_batch,
                 max_event_time: event_time,
                 touched_in: 0,
             }),
@@ -356,7 +357,7 @@ fn fold_batch(
             };
             fold(&mut group.accumulators[index], *how, value);
         }
-        group.last_update_ms = now_ms;
+        group.last_update_batch = update_batch;
         group.max_event_time = group.max_event_time.max(event_time);
         if group.touched_in != generation {
             group.touched_in = generation;
@@ -472,8 +473,9 @@ pub struct WindowOutput {
 pub struct ClosedWindow {
     pub window_start_ms: i64,
     pub window_end_ms: i64,
-    /// Processing time of the batch that last updated any key of this window.
-    pub last_update_ms: i64,
+    /// The last batch that updated any key of this window: once its output is visible, so
+    /// is the window's final result.
+    pub last_update_batch: u64,
 }
 
 /// Keyed window state of one reduce partition.
@@ -491,7 +493,8 @@ pub struct WindowAggregateExec {
 }
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"SLWS";
-const SNAPSHOT_VERSION: u8 = 1;
+/// 2: a group's last update is a batch id, not a processing time.
+const SNAPSHOT_VERSION: u8 = 2;
 
 impl WindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>, input: AggregateInput) -> Self {
@@ -515,7 +518,8 @@ impl WindowAggregateExec {
         self.windows.len()
     }
 
-    pub fn process(&mut self, inputs: &[RecordBatch], now_ms: i64) -> Result<WindowOutput, ExecError> {
+    /// Folds `inputs`, the rows of batch `update_batch`, into the state.
+    pub fn process(&mut self, inputs: &[RecordBatch], update_batch: u64) -> Result<WindowOutput, ExecError> {
         if self.schema.is_none() {
             if let Some(first) = inputs.first() {
                 self.schema = Some(self.layout.output_schema(&first.schema(), false));
@@ -533,7 +537,7 @@ impl WindowAggregateExec {
                 batch,
                 &mut self.windows,
                 watermark_before,
-                now_ms,
+                update_batch,
                 self.generation,
                 &mut touched,
             )?;
@@ -559,8 +563,8 @@ impl WindowAggregateExec {
                 break;
             }
             let groups = entry.remove();
-            let last_update_ms = groups.values().map(|group| group.last_update_ms).max().unwrap_or(i64::MIN);
-            closed.push(ClosedWindow { window_start_ms: start, window_end_ms: start + size, last_update_ms });
+            let last_update_batch = groups.values().map(|group| group.last_update_batch).max().unwrap_or(0);
+            closed.push(ClosedWindow { window_start_ms: start, window_end_ms: start + size, last_update_batch });
         }
         closed
     }
@@ -587,7 +591,7 @@ impl WindowAggregateExec {
                 let group = &groups[key];
                 out.extend_from_slice(&(key.len() as u32).to_le_bytes());
                 out.extend_from_slice(key);
-                out.extend_from_slice(&group.last_update_ms.to_le_bytes());
+                out.extend_from_slice(&group.last_update_batch.to_le_bytes());
                 out.extend_from_slice(&group.max_event_time.to_le_bytes());
                 for cell in &group.accumulators {
                     write_cell(cell, &mut out);
@@ -623,10 +627,10 @@ impl WindowAggregateExec {
                 let key_length = reader.u32()? as usize;
                 let key: Box<[u8]> = reader.take(key_length)?.into();
                 decode_key(&key, self.layout.keys.len())?;
-                let last_update_ms = reader.i64()?;
+                let last_update_batch = reader.i64()? as u64;
                 let max_event_time = reader.i64()?;
                 let accumulators = (0..self.folds.len()).map(|_| reader.cell()).collect::<Result<Vec<_>, _>>()?;
-                groups.insert(key, Group { accumulators, last_update_ms, max_event_time, touched_in: 0 });
+                groups.insert(key, Group { accumulators, last_update_batch, max_event_time, touched_in: 0 });
             }
             windows.insert(start, groups);
         }
@@ -743,7 +747,7 @@ mod tests {
                     }
                 })
                 .collect();
-            let output = exec.process(&blocks, index as i64).expect("process");
+            let output = exec.process(&blocks, index as u64).expect("process");
             if !partial {
                 late += output.late_rows_dropped;
             }
@@ -784,7 +788,7 @@ mod tests {
             let mut restored = WindowAggregateExec::new(spec(10), vec!["k".into()], aggregates(), AggregateInput::Rows);
             for (index, batch) in batches.iter().enumerate() {
                 let block = [to_batch(batch)];
-                let expected = straight.process(&block, index as i64).expect("straight");
+                let expected = straight.process(&block, index as u64).expect("straight");
                 if index == cut.min(batches.len() - 1) {
                     let bytes = straight.snapshot();
                     let mut fresh = WindowAggregateExec::new(spec(10), vec!["k".into()], aggregates(), AggregateInput::Rows);
@@ -794,11 +798,11 @@ mod tests {
                     continue;
                 }
                 if index > cut.min(batches.len() - 1) {
-                    let found = restored.process(&block, index as i64).expect("restored");
+                    let found = restored.process(&block, index as u64).expect("restored");
                     prop_assert_eq!(found.updates, expected.updates);
                     prop_assert_eq!(found.closed, expected.closed);
                 } else {
-                    restored.process(&block, index as i64).expect("restored");
+                    restored.process(&block, index as u64).expect("restored");
                 }
             }
         }
@@ -807,13 +811,17 @@ mod tests {
     #[test]
     fn windows_close_once_the_watermark_passes_and_never_reopen() {
         let mut exec = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
-        let first = exec.process(&[rows(&[("a", 10, Some(1)), ("b", 90, Some(2))])], 1_000).expect("first");
+        let first = exec.process(&[rows(&[("a", 10, Some(1)), ("b", 90, Some(2))])], 7).expect("first");
         assert!(first.closed.is_empty());
         assert_eq!(first.updates.num_rows(), 2);
-        let second = exec.process(&[rows(&[("a", 205, Some(3))])], 1_100).expect("second");
-        assert_eq!(second.closed, vec![ClosedWindow { window_start_ms: 0, window_end_ms: 100, last_update_ms: 1_000 }]);
+        let second = exec.process(&[rows(&[("a", 205, Some(3))])], 9).expect("second");
+        assert_eq!(
+            second.closed,
+            vec![ClosedWindow { window_start_ms: 0, window_end_ms: 100, last_update_batch: 7 }],
+            "the window's last update was batch 7, though it closed in batch 9"
+        );
         assert_eq!(exec.open_windows(), 1);
-        let late = exec.process(&[rows(&[("a", 50, Some(9))])], 1_200).expect("late");
+        let late = exec.process(&[rows(&[("a", 50, Some(9))])], 10).expect("late");
         assert_eq!(late.late_rows_dropped, 1);
         assert_eq!(late.updates.num_rows(), 0, "a closed window is never emitted again");
     }

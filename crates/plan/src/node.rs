@@ -140,6 +140,16 @@ impl SourceSpec {
     }
 }
 
+/// The part of a source one batch of one partition read, as the batch log records it:
+/// replaying the batch reads exactly this again. The worker that owns the partition
+/// chooses it when the batch closes; the driver only records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceRange {
+    /// A generator's events of `[start_ms, end_ms)`.
+    Time { start_ms: i64, end_ms: i64 },
+}
+
 /// The Yahoo Streaming Benchmark generator: a pure function of
 /// `(seed, partition, time range)`, emitting `rate_per_s` events per second in total.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 use sleet_clarity::MonotaskRecord;
-use sleet_plan::{JobFile, StageId, StagePlan};
+use sleet_plan::{JobFile, SourceRange, StageId, StagePlan};
+
+use crate::clock::BatchClock;
 
 pub type JobId = u64;
 pub type WorkerId = u32;
@@ -60,9 +62,10 @@ pub struct BlockLocation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskInput {
-    /// A source task reading this range (chosen by the bsp driver, or by the worker itself
-    /// for group-scheduled tasks).
-    SourceRange { start_ms: i64, end_ms: i64 },
+    /// A source task: the worker that owns the partition chooses what its batch reads (the
+    /// generator's time range, later a Kafka offset range) and reports it in the batch log.
+    /// The driver never chooses, under either scheduler, so it never touches source I/O.
+    Source,
     /// A reduce task: every non-empty block it reads, with where each lives.
     Shuffle { blocks: Vec<BlockLocation> },
 }
@@ -80,9 +83,7 @@ pub struct JobRegistration {
     pub name: String,
     #[serde(with = "crate::json_text")]
     pub stages: Vec<StagePlan>,
-    pub batch_interval_ms: u64,
-    /// Start of batch 0 (ms since the epoch); batch `b` covers `[start + b*T, start + (b+1)*T)`.
-    pub start_ms: i64,
+    pub clock: BatchClock,
     pub dead_letter_dir: Option<String>,
 }
 
@@ -215,20 +216,25 @@ pub struct BlockMeta {
     pub bytes: u64,
 }
 
-/// What a task did.
+/// What a task did. Its size does not grow with the data: a few counters, one entry per
+/// reduce partition it wrote a block for, one per window it closed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TaskStats {
     /// The source range actually read (the batch log), for source tasks.
-    pub source_range: Option<(i64, i64)>,
+    pub source_range: Option<SourceRange>,
     pub records_in: u64,
     pub dead_letters: u64,
     pub rows_out: u64,
     pub blocks: Vec<BlockMeta>,
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
-    /// Latency (last update − window end) of each (window, key) this task closed.
+    /// For each window this task closed: when the sink output of the last batch that
+    /// updated any of its keys on this partition became visible, minus the window's end.
     pub window_latencies_ms: Vec<i64>,
     pub sink_rows: u64,
+    /// When this task's sink output became visible to readers (µs since the epoch, worker
+    /// clock): the write returned. `None` when it wrote nothing.
+    pub sink_visible_at_us: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -272,7 +278,8 @@ pub struct JobProgress {
     pub overhead: Option<f64>,
 }
 
-/// One batch as the driver saw it; times in ms since the epoch.
+/// One batch as the driver saw it; times in ms since the epoch. Both schedulers take every
+/// time here from the task reports, at the same points, so their records compare.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {
     pub batch: u64,
@@ -280,12 +287,16 @@ pub struct BatchRecord {
     #[serde(default)]
     pub group: Option<u64>,
     pub scheduled_end_ms: i64,
-    /// bsp: when the driver sent its first task; group: when a worker started its first task.
+    /// When its first task started on a worker.
     pub launched_at_ms: i64,
+    /// When its last task ended on its worker.
     pub finished_at_ms: i64,
-    /// When its last task ended on its worker, in µs: sub-millisecond batches need it.
+    /// `finished_at_ms` in µs: sub-millisecond batches need it.
     #[serde(default)]
     pub finished_at_us: i64,
+    /// When the last of its sink output became visible to readers; its end when it wrote none.
+    #[serde(default)]
+    pub results_visible_at_ms: i64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub map_stage_ms: f64,

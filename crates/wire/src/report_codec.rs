@@ -5,8 +5,7 @@
 //! eight bytes each as a varint, and a report carries two of its own plus three per
 //! monotask. Sent as offsets from the task's start they take one or two bytes, which
 //! halves the report and the work of encoding it on the worker and decoding it on the
-//! driver, whose single thread reads every report of the cluster. A monotask's resource is
-//! not sent: it follows from its kind.
+//! driver, whose single thread reads every report of the cluster.
 //!
 //! A worker encodes each report once, when its task ends (`EncodedReport`), and its status
 //! writer only concatenates them into a `Status` message (`encode_status`): the report, a
@@ -15,7 +14,7 @@
 
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
-use sleet_clarity::{MonotaskKind, MonotaskRecord};
+use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
 
 use crate::frame::{encode_binary, encode_binary_onto};
 use crate::message::{GroupRegistered, JobId, StatusBatch, TaskId, TaskOutcome, TaskReport, WorkerId, WorkerToDriver};
@@ -24,6 +23,7 @@ use crate::message::{GroupRegistered, JobId, StatusBatch, TaskId, TaskOutcome, T
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 struct MonotaskSpan {
     kind: MonotaskKind,
+    resource: Resource,
     bytes: u64,
     queued_after_us: i64,
     queue_us: i64,
@@ -32,9 +32,9 @@ struct MonotaskSpan {
 
 impl MonotaskSpan {
     fn of(record: &MonotaskRecord, task_started_at_us: i64) -> Self {
-        debug_assert_eq!(record.resource, record.kind.resource(), "a monotask uses its kind's resource");
         MonotaskSpan {
             kind: record.kind,
+            resource: record.resource,
             bytes: record.bytes,
             queued_after_us: record.queued_at_us - task_started_at_us,
             queue_us: record.started_at_us - record.queued_at_us,
@@ -47,7 +47,7 @@ impl MonotaskSpan {
         let started_at_us = queued_at_us + self.queue_us;
         MonotaskRecord {
             kind: self.kind,
-            resource: self.kind.resource(),
+            resource: self.resource,
             bytes: self.bytes,
             queued_at_us,
             started_at_us,
@@ -165,6 +165,8 @@ mod tests {
 
     use super::*;
     use crate::frame::{decode_binary, encode_binary};
+    use sleet_plan::SourceRange;
+
     use crate::message::{BlockMeta, TaskStats};
 
     fn report(started_at_us: i64, times: &[(usize, u64, i64, i64, i64)], finished_at_us: i64) -> TaskReport {
@@ -173,7 +175,7 @@ mod tests {
             worker: 2,
             group: Some(99),
             outcome: TaskOutcome::Succeeded(TaskStats {
-                source_range: Some((1_790_000_000_000, 1_790_000_000_010)),
+                source_range: Some(SourceRange::Time { start_ms: 1_790_000_000_000, end_ms: 1_790_000_000_010 }),
                 records_in: 12,
                 blocks: vec![BlockMeta { reduce_partition: 4, rows: 3, bytes: 96 }],
                 window_latencies_ms: vec![5, -1],
@@ -183,7 +185,7 @@ mod tests {
                 .iter()
                 .map(|&(kind, bytes, queued_at_us, started_at_us, finished_at_us)| MonotaskRecord {
                     kind: MonotaskKind::ALL[kind],
-                    resource: MonotaskKind::ALL[kind].resource(),
+                    resource: Resource::ALL[kind % Resource::ALL.len()],
                     bytes,
                     queued_at_us,
                     started_at_us,

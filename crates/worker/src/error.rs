@@ -4,6 +4,9 @@ use sleet_wire::{BlockId, WireError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
+    /// The worker was started with settings it cannot run with; names the setting.
+    #[error("invalid worker setting `{field}`: {reason}")]
+    InvalidConfig { field: &'static str, reason: String },
     /// The job's plan or input cannot run here (a bad expression, a table that fails to load).
     #[error("task failed")]
     Exec(#[from] sleet_exec::ExecError),

@@ -1,5 +1,6 @@
 //! A job as one worker holds it: its registered stages, the pipeline (and so the keyed state)
-//! of each partition it has run, and its open sink and dead-letter files.
+//! of each partition it has run, its open sources, sinks and dead-letter files, and when each
+//! stateful partition's output became visible.
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
@@ -7,26 +8,32 @@ use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
 use sleet_connectors::dead_letter::DeadLetterWriter;
-use sleet_connectors::generator::Generator;
-use sleet_connectors::sink::JsonLinesSink;
+use sleet_connectors::sink::{open_sink, Sink};
+use sleet_connectors::source::{open_source, Source};
 use sleet_exec::pipeline::StagePipeline;
-use sleet_plan::{SinkSpec, SourceSpec, StageId, StageInput, StagePlan, TableSpec};
-use sleet_wire::clock::now_us;
+use sleet_plan::{PhysicalOp, SinkSpec, SourceSpec, StageId, StageInput, StagePlan, TableSpec};
+use sleet_wire::clock::{now_us, BatchClock};
 use sleet_wire::JobRegistration;
 
 use crate::error::WorkerError;
+use crate::visibility::VisibleTimes;
 
 type Slot = (StageId, u32);
+
+/// Batches a visible-time lookup reaches back beyond a window's size and lateness: a window
+/// closes in the first batch whose events pass its end, so a little slack covers it.
+const VISIBILITY_SLACK_BATCHES: u64 = 64;
 
 pub struct JobRuntime {
     pub registration: JobRegistration,
     /// When this worker took the job in (µs): before it, no partition could wait for work.
     pub registered_at_us: i64,
     pipelines: Mutex<HashMap<Slot, Arc<Mutex<StagePipeline>>>>,
-    generators: Mutex<HashMap<u32, Arc<Generator>>>,
+    sources: Mutex<HashMap<u32, Arc<dyn Source>>>,
     tables: Mutex<HashMap<String, RecordBatch>>,
-    sinks: Mutex<HashMap<Slot, Arc<Mutex<JsonLinesSink>>>>,
+    sinks: Mutex<HashMap<Slot, Arc<dyn Sink>>>,
     dead_letters: Mutex<HashMap<Slot, Arc<Mutex<DeadLetterWriter>>>>,
+    visible: Mutex<HashMap<Slot, VisibleTimes>>,
 }
 
 impl JobRuntime {
@@ -35,11 +42,16 @@ impl JobRuntime {
             registration,
             registered_at_us: now_us(),
             pipelines: Mutex::default(),
-            generators: Mutex::default(),
+            sources: Mutex::default(),
             tables: Mutex::default(),
             sinks: Mutex::default(),
             dead_letters: Mutex::default(),
+            visible: Mutex::default(),
         }
+    }
+
+    pub fn clock(&self) -> BatchClock {
+        self.registration.clock
     }
 
     pub fn stage(&self, id: StageId) -> Result<&StagePlan, WorkerError> {
@@ -57,10 +69,11 @@ impl JobRuntime {
         })
     }
 
-    /// Stateful stages keep their pipeline between batches; a stage runs in batch order.
-    pub fn is_stateful(&self, id: StageId) -> bool {
-        self.stage(id)
-            .is_ok_and(|stage| stage.ops.iter().any(|op| matches!(op, sleet_plan::PhysicalOp::WindowAggregate { .. })))
+    /// A stage whose partitions must see their batches in order: a stateful one (each
+    /// batch's state update builds on the one before) and a source (a partition is read
+    /// front to back, as a Kafka consumer must).
+    pub fn runs_in_batch_order(&self, id: StageId) -> bool {
+        self.stage(id).is_ok_and(|stage| matches!(stage.input, StageInput::Source(_)) || is_stateful(stage))
     }
 
     pub fn pipeline(&self, stage: StageId, partition: u32) -> Result<Arc<Mutex<StagePipeline>>, WorkerError> {
@@ -81,23 +94,19 @@ impl JobRuntime {
         tables.entry(key).or_insert_with(|| sleet_connectors::table::load_table(spec)).clone()
     }
 
-    pub fn generator(&self, spec: &SourceSpec, partition: u32) -> Arc<Generator> {
-        let mut generators = self.generators.lock().expect("generators lock");
-        Arc::clone(generators.entry(partition).or_insert_with(|| Arc::new(Generator::new(spec, partition))))
+    pub fn source(&self, spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
+        let mut sources = self.sources.lock().expect("sources lock");
+        Arc::clone(sources.entry(partition).or_insert_with(|| open_source(spec, partition)))
     }
 
-    pub fn sink(
-        &self,
-        stage: StageId,
-        partition: u32,
-        spec: &SinkSpec,
-    ) -> Result<Option<Arc<Mutex<JsonLinesSink>>>, WorkerError> {
-        let SinkSpec::JsonLines { dir } = spec else { return Ok(None) };
+    /// The sink of a stage's partition, opened on first use; `None` when the spec keeps no
+    /// output.
+    pub fn sink(&self, stage: StageId, partition: u32, spec: &SinkSpec) -> Result<Option<Arc<dyn Sink>>, WorkerError> {
         let mut sinks = self.sinks.lock().expect("sinks lock");
         if let Some(sink) = sinks.get(&(stage, partition)) {
             return Ok(Some(Arc::clone(sink)));
         }
-        let sink = Arc::new(Mutex::new(JsonLinesSink::create(&PathBuf::from(dir), partition)?));
+        let Some(sink) = open_sink(spec, partition)? else { return Ok(None) };
         sinks.insert((stage, partition), Arc::clone(&sink));
         Ok(Some(sink))
     }
@@ -117,21 +126,53 @@ impl JobRuntime {
         Ok(Some(writer))
     }
 
+    /// Notes when a batch's output on this partition became visible (`(batch, at_ms)`, if it
+    /// wrote any), and returns when each of `last_update_batches` became visible: a closed
+    /// window's final result. A batch past the horizon, or one that wrote nothing, has none.
+    pub fn visible_times(
+        &self,
+        stage: StageId,
+        partition: u32,
+        visible: Option<(u64, i64)>,
+        last_update_batches: impl Iterator<Item = u64>,
+    ) -> Vec<Option<i64>> {
+        let horizon = self.visibility_horizon(stage);
+        let mut all = self.visible.lock().expect("visible times lock");
+        let times = all.entry((stage, partition)).or_insert_with(|| VisibleTimes::new(horizon));
+        if let Some((batch, at_ms)) = visible {
+            times.record(batch, at_ms);
+        }
+        last_update_batches.map(|last| times.at(last)).collect()
+    }
+
+    /// How many batches a window of the stage can stay open: its size and lateness in batches.
+    fn visibility_horizon(&self, stage: StageId) -> u64 {
+        let interval_ms = self.clock().interval_ms.max(1);
+        let open_ms = self
+            .stage(stage)
+            .ok()
+            .and_then(|plan| {
+                plan.ops.iter().find_map(|op| match op {
+                    PhysicalOp::WindowAggregate { window, .. } => Some(window.size_ms + window.allowed_lateness_ms),
+                    _ => None,
+                })
+            })
+            .unwrap_or(0);
+        (open_ms.max(0) / interval_ms) as u64 + VISIBILITY_SLACK_BATCHES
+    }
+
     /// Flushes every open file; called when the job ends.
     pub fn flush(&self) -> Result<(), WorkerError> {
         for sink in self.sinks.lock().expect("sinks lock").values() {
-            sink.lock().expect("sink lock").flush()?;
+            sink.flush()?;
         }
         for writer in self.dead_letters.lock().expect("dead letters lock").values() {
             writer.lock().expect("dead letter lock").flush()?;
         }
         Ok(())
     }
+}
 
-    /// The start and end of `batch` on the job's batch clock.
-    pub fn batch_range_ms(&self, batch: u64) -> (i64, i64) {
-        let interval = self.registration.batch_interval_ms as i64;
-        let start = self.registration.start_ms + batch as i64 * interval;
-        (start, start + interval)
-    }
+fn is_stateful(stage: &StagePlan) -> bool {
+    stage.ops.iter().any(|op| matches!(op, PhysicalOp::WindowAggregate { .. }))
 }

@@ -13,6 +13,7 @@ pub mod announce;
 pub mod block_store;
 pub mod error;
 pub mod job;
+pub mod launcher;
 pub mod local_scheduler;
 pub mod pool;
 pub mod runtime;
@@ -20,6 +21,7 @@ pub mod shuffle;
 pub mod status;
 pub mod task;
 pub mod turn;
+pub mod visibility;
 
 pub use error::WorkerError;
 pub use runtime::{run, WorkerConfig};

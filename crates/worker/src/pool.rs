@@ -16,15 +16,17 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 
-use sleet_clarity::{MonotaskKind, MonotaskRecord};
+use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
 use tokio::sync::{oneshot, Semaphore};
 
 use sleet_wire::clock::now_us;
 
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
+/// The scheduler of one resource. Every monotask it runs is recorded under that resource:
+/// what a monotask used is where it ran, so the records cannot say otherwise.
 pub struct ResourcePool {
-    name: &'static str,
+    resource: Resource,
     runner: Runner,
 }
 
@@ -46,14 +48,14 @@ pub struct Measured<T> {
 }
 
 impl ResourcePool {
-    pub fn new(name: &'static str, threads: usize, queue_len_max: usize) -> Self {
+    pub fn new(resource: Resource, threads: usize, queue_len_max: usize) -> Self {
         assert!(threads > 0, "a resource pool needs at least one thread");
         let (sender, receiver) = mpsc::channel::<Job>();
         let receiver = Arc::new(std::sync::Mutex::new(receiver));
         for index in 0..threads {
             let receiver = Arc::clone(&receiver);
             thread::Builder::new()
-                .name(format!("sleet-{name}-{index}"))
+                .name(format!("sleet-{}-{index}", resource_name(resource)))
                 .spawn(move || loop {
                     let job = {
                         let guard = receiver.lock().expect("pool receiver lock");
@@ -66,13 +68,17 @@ impl ResourcePool {
                 })
                 .expect("spawning a pool thread");
         }
-        ResourcePool { name, runner: Runner::Threads { sender, slots: Arc::new(Semaphore::new(queue_len_max)) } }
+        ResourcePool { resource, runner: Runner::Threads { sender, slots: Arc::new(Semaphore::new(queue_len_max)) } }
     }
 
     /// A pool for one core that runs each monotask on the submitting thread (see the module
     /// docs for when that is the better choice).
-    pub fn inline(name: &'static str) -> Self {
-        ResourcePool { name, runner: Runner::Inline }
+    pub fn inline(resource: Resource) -> Self {
+        ResourcePool { resource, runner: Runner::Inline }
+    }
+
+    pub fn resource(&self) -> Resource {
+        self.resource
     }
 
     /// Queues `body` as one monotask of `kind` and resolves when it has run.
@@ -81,9 +87,10 @@ impl ResourcePool {
         kind: MonotaskKind,
         body: impl FnOnce() -> Measured<T> + Send + 'static,
     ) -> (T, MonotaskRecord) {
+        let resource = self.resource;
         self.dispatch(move |queued_at_us, started_at_us| {
             let measured = body();
-            (measured.value, finished_record(kind, measured.bytes, queued_at_us, started_at_us))
+            (measured.value, finished_record(kind, resource, measured.bytes, queued_at_us, started_at_us))
         })
         .await
     }
@@ -100,14 +107,15 @@ impl ResourcePool {
         second_kind: MonotaskKind,
         second: impl FnOnce(A) -> Measured<B> + Send + 'static,
     ) -> (B, [MonotaskRecord; 2]) {
-        assert_eq!(first_kind.resource(), second_kind.resource(), "a chain stays on one resource");
+        let resource = self.resource;
         self.dispatch(move |queued_at_us, started_at_us| {
             let measured = first();
-            let first_record = finished_record(first_kind, measured.bytes, queued_at_us, started_at_us);
+            let first_record = finished_record(first_kind, resource, measured.bytes, queued_at_us, started_at_us);
             let output = second(measured.value);
             // The second monotask was ready, and started, the moment the first ended.
             let second_started_us = first_record.finished_at_us;
-            let second_record = finished_record(second_kind, output.bytes, second_started_us, second_started_us);
+            let second_record =
+                finished_record(second_kind, resource, output.bytes, second_started_us, second_started_us);
             (output.value, [first_record, second_record])
         })
         .await
@@ -130,14 +138,29 @@ impl ResourcePool {
             drop(permit);
             let _ = done_tx.send(result);
         });
-        sender.send(job).unwrap_or_else(|_| panic!("{} pool threads exited", self.name));
-        done_rx.await.unwrap_or_else(|_| panic!("a {} monotask panicked", self.name))
+        let name = resource_name(self.resource);
+        sender.send(job).unwrap_or_else(|_| panic!("{name} pool threads exited"));
+        done_rx.await.unwrap_or_else(|_| panic!("a {name} monotask panicked"))
+    }
+}
+
+fn resource_name(resource: Resource) -> &'static str {
+    match resource {
+        Resource::Cpu => "cpu",
+        Resource::Net => "net",
+        Resource::Disk => "disk",
     }
 }
 
 /// The record of a monotask that has just finished.
-fn finished_record(kind: MonotaskKind, bytes: u64, queued_at_us: i64, started_at_us: i64) -> MonotaskRecord {
-    MonotaskRecord { kind, resource: kind.resource(), bytes, queued_at_us, started_at_us, finished_at_us: now_us() }
+fn finished_record(
+    kind: MonotaskKind,
+    resource: Resource,
+    bytes: u64,
+    queued_at_us: i64,
+    started_at_us: i64,
+) -> MonotaskRecord {
+    MonotaskRecord { kind, resource, bytes, queued_at_us, started_at_us, finished_at_us: now_us() }
 }
 
 #[cfg(test)]
@@ -147,13 +170,13 @@ mod tests {
     #[test]
     fn records_queue_and_run_time_in_order() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let pool = ResourcePool::new("cpu", 1, 4);
-        let (value, record) = runtime.block_on(pool.run(MonotaskKind::MapCompute, || {
+        let pool = ResourcePool::new(Resource::Disk, 1, 4);
+        let (value, record) = runtime.block_on(pool.run(MonotaskKind::SinkWrite, || {
             thread::sleep(std::time::Duration::from_millis(5));
             Measured { value: 7, bytes: 42 }
         }));
         assert_eq!(value, 7);
-        assert_eq!(record.bytes, 42);
+        assert_eq!((record.bytes, record.resource), (42, Resource::Disk), "recorded under the pool's resource");
         assert!(record.queued_at_us <= record.started_at_us);
         assert!(record.run_us() >= 5_000, "run time {} us covers the sleep", record.run_us());
     }
@@ -161,7 +184,7 @@ mod tests {
     #[test]
     fn an_inline_pool_runs_on_the_calling_thread_and_keeps_records() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let pool = ResourcePool::inline("cpu");
+        let pool = ResourcePool::inline(Resource::Cpu);
         let caller = thread::current().id();
         let (ran_on, record) = runtime.block_on(pool.run(MonotaskKind::MapCompute, move || {
             thread::sleep(std::time::Duration::from_millis(2));
@@ -175,7 +198,7 @@ mod tests {
     #[test]
     fn a_chain_records_two_monotasks_back_to_back() {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-        let pool = ResourcePool::new("cpu", 1, 4);
+        let pool = ResourcePool::new(Resource::Cpu, 1, 4);
         let (value, [first, second]) = runtime.block_on(pool.run_chain(
             MonotaskKind::SourceRead,
             || Measured { value: 20, bytes: 3 },

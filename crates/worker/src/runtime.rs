@@ -1,33 +1,30 @@
-//! The worker's async shell: registers with the driver, receives jobs, groups and tasks,
-//! hands tasks to the local scheduler, launches the ready ones and reports each completion.
-//! Every decision about *when* a task runs lives in `local_scheduler`; this file only moves
-//! events in and tasks out.
+//! The worker process: binds its shuffle service, registers with the driver, and serves the
+//! driver's connection: jobs registered, groups and tasks handed to the scheduler shell
+//! (`launcher`), stops and ends of jobs, shutdown.
 
-use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use rustc_hash::FxHashMap as HashMap;
-use sleet_plan::{StageId, StageInput, StageOutput};
-use sleet_wire::clock::{now_ms, now_us};
+use sleet_clarity::Resource;
+use sleet_wire::clock::now_us;
 use sleet_wire::{
-    BlockLocation, BlocksAnnounced, Connection, DriverToWorker, EncodedReport, GroupLaunch, GroupRegistered, JobId,
-    Role, TaskDescriptor, TaskId, TaskInput, TaskOutcome, TaskReport, WorkerToDriver,
+    BlocksAnnounced, Connection, DriverToWorker, EncodedReport, JobId, Role, TaskId, TaskOutcome, TaskReport,
+    WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::announce::{Announcer, Downstream};
+use crate::announce::Announcer;
 use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 use crate::job::JobRuntime;
-use crate::local_scheduler::{Announced, LocalScheduler, PendingTask, ReadyTask};
+use crate::launcher::{SchedulerEvent, SchedulerShell};
 use crate::pool::ResourcePool;
 use crate::shuffle::{self, ShuffleClient};
 use crate::status::{write_to_driver, Outgoing};
-use crate::task::{run_task, WorkerContext};
-use crate::turn::StateTurn;
+use crate::task::WorkerContext;
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -35,6 +32,9 @@ pub struct WorkerConfig {
     pub cores: u32,
     /// Where the shuffle service listens; port 0 picks a free one.
     pub shuffle_listen: String,
+    /// The shuffle address the driver and peers are told: how other machines reach this
+    /// one. Default: the bound listen address, which only works when that is not a wildcard.
+    pub advertise: Option<String>,
     pub name: String,
     /// Shuffle fetches in flight at once (the network scheduler's bound).
     pub fetches_in_flight_max: usize,
@@ -48,56 +48,28 @@ const SCHEDULER_QUEUE_LEN_MAX: usize = 65_536;
 /// Bound on announcement frames queued towards the local scheduler; a full queue slows the
 /// peers that push them.
 const ANNOUNCEMENT_QUEUE_LEN_MAX: usize = 65_536;
-/// Events the scheduler takes in between two scans for ready tasks.
-const DRAINED_PER_SCAN_MAX: usize = 1024;
 /// Bound on monotasks queued per resource.
 const MONOTASK_QUEUE_LEN_MAX: usize = 1024;
 
-enum SchedulerEvent {
-    /// bsp: one task whose input the driver decided.
-    Task(Arc<JobRuntime>, TaskDescriptor),
-    Group {
-        job: Arc<JobRuntime>,
-        launch: GroupLaunch,
-        decode_us: i64,
-    },
-    Finished(TaskEnd),
-    Truncate {
-        job: JobId,
-        last_batch: u64,
-    },
-    ForgetJob(JobId),
-}
-
-/// A task that ended, as the local scheduler needs to hear of it.
-struct TaskEnd {
-    task: TaskId,
-    source: bool,
-    finished_at_us: i64,
-}
-
-/// What the runtime keeps with a task while it waits in the local scheduler.
-struct TaskPlan {
-    job: Arc<JobRuntime>,
-    group: Option<u64>,
-    input: PlannedInput,
-    /// For a map task of a group: whom to announce its blocks to.
-    announce_to: Option<Arc<Downstream>>,
-}
-
-enum PlannedInput {
-    /// Decided by the driver (bsp).
-    Given(TaskInput),
-    /// A source task reads its own batch's range, decided here.
-    OwnBatch,
-    /// A reduce task reads what its map partitions announced.
-    Announced,
+/// The address peers are told: `advertise`, or the bound address when it is a real one.
+fn advertised_address(bound: SocketAddr, advertise: Option<&str>) -> Result<String, WorkerError> {
+    match advertise {
+        Some(address) => Ok(address.to_string()),
+        None if bound.ip().is_unspecified() => Err(WorkerError::InvalidConfig {
+            field: "advertise",
+            reason: format!(
+                "the shuffle service listens on the wildcard address {bound}, which other machines cannot \
+                 connect to; give the address they reach this worker at (--advertise HOST:PORT)"
+            ),
+        }),
+        None => Ok(bound.to_string()),
+    }
 }
 
 /// Runs until the driver says `Shutdown` or goes away.
 pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let listener = TcpListener::bind(&config.shuffle_listen).await?;
-    let shuffle_address = listener.local_addr()?.to_string();
+    let shuffle_address = advertised_address(listener.local_addr()?, config.advertise.as_deref())?;
     let store = Arc::new(BlockStore::default());
     let (announced_tx, announced_rx) = mpsc::channel::<BlocksAnnounced>(ANNOUNCEMENT_QUEUE_LEN_MAX);
     tokio::spawn(shuffle::serve(listener, Arc::clone(&store), announced_tx.clone()));
@@ -121,10 +93,10 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
         worker,
         shuffle_address: shuffle_address.clone(),
         cpu: match config.cores {
-            0 | 1 => ResourcePool::inline("cpu"),
-            cores => ResourcePool::new("cpu", cores as usize, MONOTASK_QUEUE_LEN_MAX),
+            0 | 1 => ResourcePool::inline(Resource::Cpu),
+            cores => ResourcePool::new(Resource::Cpu, cores as usize, MONOTASK_QUEUE_LEN_MAX),
         },
-        disk: ResourcePool::new("disk", 1, MONOTASK_QUEUE_LEN_MAX),
+        disk: ResourcePool::new(Resource::Disk, 1, MONOTASK_QUEUE_LEN_MAX),
         net: Arc::new(Semaphore::new(config.fetches_in_flight_max.max(1))),
         store,
         shuffle: Arc::new(ShuffleClient::default()),
@@ -136,14 +108,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let writer_task = tokio::spawn(write_to_driver(writer, outgoing_rx));
 
     let (events, events_rx) = mpsc::channel::<SchedulerEvent>(SCHEDULER_QUEUE_LEN_MAX);
-    let shell = SchedulerShell {
-        ctx: Arc::clone(&ctx),
-        scheduler: LocalScheduler::default(),
-        events: events.clone(),
-        outgoing: outgoing.clone(),
-        source_slots: HashMap::default(),
-        turns: HashMap::default(),
-    };
+    let shell = SchedulerShell::new(Arc::clone(&ctx), events.clone(), outgoing.clone());
     tokio::spawn(shell.run(events_rx, announced_rx));
 
     let mut jobs: HashMap<JobId, Arc<JobRuntime>> = HashMap::default();
@@ -226,308 +191,17 @@ async fn report_unknown_job(outgoing: &mpsc::Sender<Outgoing>, worker: u32, task
     let _ = outgoing.send(Outgoing::Report(EncodedReport::new(&report))).await;
 }
 
-/// The last batch a source partition finished here, and when: the start of its idle time.
-#[derive(Debug, Clone, Copy)]
-struct SourceSlot {
-    finished_batch: u64,
-    finished_at_us: i64,
-    running: bool,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-struct SchedulerShell {
-    ctx: Arc<WorkerContext>,
-    scheduler: LocalScheduler<TaskPlan, Option<BlockLocation>>,
-    events: mpsc::Sender<SchedulerEvent>,
-    outgoing: mpsc::Sender<Outgoing>,
-    source_slots: HashMap<(JobId, StageId, u32), SourceSlot>,
-    /// The state turn of every stateful partition that has run here.
-    turns: HashMap<(JobId, StageId, u32), Arc<StateTurn>>,
-}
-
-impl SchedulerShell {
-    async fn run(
-        mut self,
-        mut events_rx: mpsc::Receiver<SchedulerEvent>,
-        mut announced_rx: mpsc::Receiver<BlocksAnnounced>,
-    ) {
-        loop {
-            let now = now_ms();
-            for ready in self.scheduler.take_ready(now) {
-                self.launch(ready);
-            }
-            let wait = self
-                .scheduler
-                .next_wakeup_ms()
-                .map(|at| Duration::from_millis(at.saturating_sub(now).max(0) as u64))
-                .unwrap_or(Duration::from_secs(3600));
-            tokio::select! {
-                event = events_rx.recv() => match event {
-                    Some(event) => self.handle(event).await,
-                    None => return,
-                },
-                announcement = announced_rx.recv() => match announcement {
-                    Some(announcement) => self.take_announcement(announcement),
-                    None => return,
-                },
-                _ = tokio::time::sleep(wait) => {}
-            }
-            self.drain(&mut events_rx, &mut announced_rx).await;
-        }
-    }
-
-    /// Takes in what is already queued before looking for ready tasks again. Events come in
-    /// bursts (the announcements of a peer's map tasks, the ends of tasks that fetched, a bsp
-    /// stage's launches), and a scan for ready tasks, a clock read and a fresh timer per
-    /// event would cost more than the events themselves. Bounded, so a flood of
-    /// announcements cannot hold back tasks that are ready.
-    async fn drain(
-        &mut self,
-        events_rx: &mut mpsc::Receiver<SchedulerEvent>,
-        announced_rx: &mut mpsc::Receiver<BlocksAnnounced>,
-    ) {
-        for _ in 0..DRAINED_PER_SCAN_MAX {
-            if let Ok(event) = events_rx.try_recv() {
-                self.handle(event).await;
-            } else if let Ok(announcement) = announced_rx.try_recv() {
-                self.take_announcement(announcement);
-            } else {
-                return;
-            }
-        }
-    }
-
-    async fn handle(&mut self, event: SchedulerEvent) {
-        match event {
-            SchedulerEvent::Task(job, descriptor) => {
-                let not_before_ms = match &descriptor.input {
-                    TaskInput::SourceRange { end_ms, .. } => Some(*end_ms),
-                    // The bsp driver hands a reduce task every block location at once.
-                    TaskInput::Shuffle { .. } => None,
-                };
-                let ordered = job.is_stateful(descriptor.task.stage);
-                let task = descriptor.task;
-                let plan =
-                    TaskPlan { job, group: None, input: PlannedInput::Given(descriptor.input), announce_to: None };
-                self.scheduler.submit(PendingTask { task, not_before_ms, inputs_expected: 0, ordered, payload: plan });
-            }
-            SchedulerEvent::Group { job, launch, decode_us } => self.register_group(job, launch, decode_us).await,
-            SchedulerEvent::Finished(end) => self.task_ended(end),
-            SchedulerEvent::Truncate { job, last_batch } => self.scheduler.truncate(job, last_batch),
-            SchedulerEvent::ForgetJob(job) => {
-                self.scheduler.forget_job(job);
-                self.source_slots.retain(|slot, _| slot.0 != job);
-                self.turns.retain(|slot, _| slot.0 != job);
-            }
-        }
-    }
-
-    fn task_ended(&mut self, TaskEnd { task, source, finished_at_us }: TaskEnd) {
-        self.scheduler.finished(&task);
-        if source {
-            let slot = self.source_slots.entry((task.job, task.stage, task.partition)).or_insert(SourceSlot {
-                finished_batch: task.batch,
-                finished_at_us,
-                running: false,
-            });
-            if task.batch >= slot.finished_batch {
-                *slot = SourceSlot { finished_batch: task.batch, finished_at_us, running: false };
-            }
-        }
-    }
-
-    fn take_announcement(&mut self, announcement: BlocksAnnounced) {
-        for (reduce_task, map_partition, location) in announcement.inputs() {
-            if self.scheduler.announce(&reduce_task, map_partition, location) == Announced::Overflow {
-                eprintln!(
-                    "sleet worker {}: dropped an announcement for {reduce_task}: too many for tasks that never arrived",
-                    self.ctx.worker
-                );
-            }
-        }
-    }
-
-    /// Takes a group's tasks in (downstream stages first, as the launch lists them) and
-    /// reports the registration with what coordinating it cost here.
-    async fn register_group(&mut self, job: Arc<JobRuntime>, launch: GroupLaunch, decode_us: i64) {
-        let started_us = now_us();
-        let owners: HashMap<StageId, Arc<Downstream>> = launch
-            .downstream
-            .iter()
-            .map(|stage| (stage.stage, Arc::new(Downstream::new(stage.stage, &stage.owners))))
-            .collect();
-        let mut idle_source_slots = Vec::new();
-        let mut tasks_taken = 0;
-        for stage_tasks in &launch.tasks {
-            let stage = match job.stage(stage_tasks.stage) {
-                Ok(stage) => stage,
-                Err(error) => {
-                    eprintln!(
-                        "sleet worker {}: group {} names {}: {error}",
-                        self.ctx.worker, launch.group, stage_tasks.stage
-                    );
-                    continue;
-                }
-            };
-            let announce_to = match stage.output {
-                StageOutput::Shuffle { .. } => {
-                    job.consumer_of(stage.id).and_then(|consumer| owners.get(&consumer).cloned())
-                }
-                StageOutput::Sink(_) => None,
-            };
-            let is_source = matches!(stage.input, StageInput::Source(_));
-            let inputs_expected = match stage.input {
-                StageInput::Source(_) => 0,
-                StageInput::Shuffle { map_partitions, .. } => map_partitions as usize,
-            };
-            let ordered = job.is_stateful(stage.id);
-            for &partition in &stage_tasks.partitions {
-                if is_source {
-                    idle_source_slots.push((stage.id, partition));
-                }
-                for batch in launch.batches() {
-                    let task = TaskId { job: launch.job, stage: stage.id, partition, batch };
-                    let not_before_ms = is_source.then(|| job.batch_range_ms(batch).1);
-                    let input = if is_source { PlannedInput::OwnBatch } else { PlannedInput::Announced };
-                    let plan = TaskPlan {
-                        job: Arc::clone(&job),
-                        group: Some(launch.group),
-                        input,
-                        announce_to: announce_to.clone(),
-                    };
-                    if self.scheduler.submit(PendingTask {
-                        task,
-                        not_before_ms,
-                        inputs_expected,
-                        ordered,
-                        payload: plan,
-                    }) {
-                        tasks_taken += 1;
-                    }
-                }
-            }
-        }
-        let registered_us = now_us();
-        let coordination_wait_us = idle_source_slots
-            .into_iter()
-            .map(|(stage, partition)| self.coordination_wait_us(&job, &launch, stage, partition, registered_us))
-            .sum();
-        let registered = GroupRegistered {
-            job: launch.job,
-            group: launch.group,
-            register_us: decode_us + (registered_us - started_us),
-            coordination_wait_us,
-        };
-        // The driver closes a group only with every registration in, so this one must not be
-        // dropped: a full queue makes the scheduler wait instead.
-        let _ = self.outgoing.send(Outgoing::Registered { registered, tasks: tasks_taken }).await;
-    }
-
-    /// How long a source partition sat with the group's first batch closed and nothing else
-    /// to run, for want of this group's tasks. Zero when the group arrived in time or the
-    /// partition was still busy with an earlier batch.
-    fn coordination_wait_us(
-        &self,
-        job: &JobRuntime,
-        launch: &GroupLaunch,
-        stage: StageId,
-        partition: u32,
-        registered_us: i64,
-    ) -> i64 {
-        // The slot is a map lookup, the earlier-task check a scan: the cheap test goes first.
-        let idle_since_us = match self.source_slots.get(&(launch.job, stage, partition)) {
-            None => job.registered_at_us,
-            Some(slot) if !slot.running && slot.finished_batch + 1 == launch.first_batch => slot.finished_at_us,
-            Some(_) => return 0,
-        };
-        let first = TaskId { job: launch.job, stage, partition, batch: launch.first_batch };
-        if self.scheduler.has_earlier(&first) {
-            return 0;
-        }
-        let closed_at_us = job.batch_range_ms(launch.first_batch).1 * 1000;
-        (registered_us - idle_since_us.max(closed_at_us)).max(0)
-    }
-
-    fn launch(&mut self, ready: ReadyTask<TaskPlan, Option<BlockLocation>>) {
-        let ReadyTask { task, ordered, payload: plan, inputs } = ready;
-        let source = matches!(plan.input, PlannedInput::OwnBatch)
-            || matches!(plan.input, PlannedInput::Given(TaskInput::SourceRange { .. }));
-        let input = match plan.input {
-            PlannedInput::Given(input) => input,
-            PlannedInput::OwnBatch => {
-                let (start_ms, end_ms) = plan.job.batch_range_ms(task.batch);
-                TaskInput::SourceRange { start_ms, end_ms }
-            }
-            PlannedInput::Announced => {
-                TaskInput::Shuffle { blocks: inputs.into_iter().filter_map(|(_, location)| location).collect() }
-            }
-        };
-        if source {
-            if let Some(slot) = self.source_slots.get_mut(&(task.job, task.stage, task.partition)) {
-                slot.running = true;
-            }
-        }
-        let (ctx, outgoing) = (Arc::clone(&self.ctx), self.outgoing.clone());
-        let announcement_due = plan.announce_to.as_ref().map(|_| ctx.announcer.announcement_due());
-        // The local scheduler starts a stateful partition's batches in order, so the first one
-        // seen here is where its turns begin.
-        let turn = ordered.then(|| {
-            Arc::clone(
-                self.turns
-                    .entry((task.job, task.stage, task.partition))
-                    .or_insert_with(|| Arc::new(StateTurn::new(task.batch))),
-            )
-        });
-        let future = async move {
-            let mut report =
-                run_task(Arc::clone(&ctx), plan.job, TaskDescriptor { task, input }, plan.group, turn).await;
-            if let (TaskOutcome::Succeeded(stats), Some(downstream)) = (&report.outcome, &plan.announce_to) {
-                if let Err(error) = ctx.announcer.announce(task, downstream, &stats.blocks).await {
-                    report.outcome = TaskOutcome::Failed { reason: sleet_wire::error_chain(&error) };
-                }
-                report.finished_at_us = now_us();
-            }
-            drop(announcement_due);
-            let end = TaskEnd { task, source, finished_at_us: report.finished_at_us };
-            let encoded = EncodedReport::new(&report);
-            // Freed here, on the thread that built it, and not carried across the send.
-            drop(report);
-            let _ = outgoing.send(Outgoing::Report(encoded)).await;
-            end
-        };
-        if let Some(end) = run_or_spawn(future, &self.events) {
-            self.task_ended(end);
-        }
-    }
-}
-
-/// Polls a task once on the scheduler's own thread and spawns it only if it has to wait.
-///
-/// Most tasks of a 1-core worker never wait: their cpu monotasks run inline and their
-/// channels have room, so the whole task ends in its first poll, and its end goes straight
-/// back to the caller. Spawning each one instead would cost a task allocation, a trip through
-/// the runtime's run queue, the bookkeeping of a spawned task and a message back to the
-/// scheduler, which for a task of a few microseconds is a fifth of its cost. A task that does
-/// wait (a fetch, a disk write, a full queue, a state turn) is spawned as it is and reports
-/// its end through `events`: the runtime polls it again at once, which replaces the no-op
-/// waker of this first poll with its own, so no wake-up is lost. `unconstrained` keeps the
-/// first poll from running out of the scheduler task's cooperative budget, which would
-/// otherwise push a long burst of ready tasks to the spawn path for no reason; each task is
-/// bounded work, so the scheduler still returns to its events after every burst.
-fn run_or_spawn(
-    future: impl Future<Output = TaskEnd> + Send + 'static,
-    events: &mpsc::Sender<SchedulerEvent>,
-) -> Option<TaskEnd> {
-    let mut future = Box::pin(tokio::task::unconstrained(future));
-    let mut context = Context::from_waker(Waker::noop());
-    match future.as_mut().poll(&mut context) {
-        Poll::Ready(end) => Some(end),
-        Poll::Pending => {
-            let events = events.clone();
-            tokio::spawn(async move {
-                let end = future.await;
-                let _ = events.send(SchedulerEvent::Finished(end)).await;
-            });
-            None
-        }
+    #[test]
+    fn a_wildcard_listen_address_needs_an_advertised_one() {
+        let bound: SocketAddr = "0.0.0.0:4000".parse().expect("address");
+        let error = advertised_address(bound, None).expect_err("a wildcard cannot be advertised").to_string();
+        assert!(error.contains("advertise") && error.contains("0.0.0.0:4000"), "{error}");
+        assert_eq!(advertised_address(bound, Some("10.0.0.5:4000")).expect("given"), "10.0.0.5:4000");
+        let loopback: SocketAddr = "127.0.0.3:4000".parse().expect("address");
+        assert_eq!(advertised_address(loopback, None).expect("bound"), "127.0.0.3:4000");
     }
 }

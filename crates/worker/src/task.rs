@@ -1,22 +1,25 @@
 //! One task as a DAG of monotasks, each on the scheduler of the one resource it uses:
 //!
 //! ```text
-//!  source task:  cpu SourceRead (generate) → cpu MapCompute (decode, operators, partition)
+//!  source task:  SourceRead on the source's resource (a generator: cpu)
+//!                → cpu MapCompute (decode, operators, partition into blocks)
 //!                → disk SinkWrite (dead letters, when there are any)
 //!  reduce task:  net ShuffleFetch per remote worker ∥ local blocks (zero copy)
-//!                → cpu ReduceCompute (merge, window state, format) → disk SinkWrite
+//!                → cpu ReduceCompute (merge, window state, encode for the sink)
+//!                → SinkWrite on the sink's resource (a file: disk)
 //! ```
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use sleet_clarity::{MonotaskKind, MonotaskRecord};
+use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+use sleet_connectors::sink::Sink;
 use sleet_exec::pipeline::{StageInputData, StageRunOutput};
+use sleet_exec::window::ClosedWindow;
 use sleet_exec::RawRecords;
-use sleet_plan::{SinkSpec, StageInput, StageOutput};
-use sleet_wire::clock::{now_ms, now_us};
+use sleet_plan::{StageInput, StageOutput};
+use sleet_wire::clock::now_us;
 use sleet_wire::{
     BlockId, BlockLocation, BlockMeta, TaskDescriptor, TaskInput, TaskOutcome, TaskReport, TaskStats, WorkerId,
 };
@@ -42,6 +45,19 @@ pub struct WorkerContext {
     pub shuffle: Arc<ShuffleClient>,
     /// Pushes map output metadata to the owners of reduce partitions (group scheduling).
     pub announcer: Announcer,
+}
+
+impl WorkerContext {
+    /// The scheduler that runs blocking monotasks on `resource`. The network's is the fetch
+    /// semaphore, which only async fetches use: no source or sink does blocking network I/O
+    /// yet, and one that does gets its scheduler with it.
+    fn pool(&self, resource: Resource) -> Result<&ResourcePool, WorkerError> {
+        match resource {
+            Resource::Cpu => Ok(&self.cpu),
+            Resource::Disk => Ok(&self.disk),
+            Resource::Net => Err(WorkerError::Internal("no scheduler runs blocking network monotasks".into())),
+        }
+    }
 }
 
 /// Runs one task to its end; the report's `finished_at_us` marks when its last monotask ended.
@@ -70,10 +86,10 @@ pub async fn run_task(
     TaskReport { task: descriptor.task, worker: ctx.worker, group, outcome, monotasks, started_at_us, finished_at_us }
 }
 
-/// Rows formatted for the sink and bad records with their reasons, ready for the disk.
+/// Rows encoded for the sink and bad records with their reasons, ready to be written.
 struct Writes {
-    /// Rows the sink received; the rows themselves are formatted (or discarded) and freed
-    /// on the cpu thread that built them, where freeing is cheapest.
+    /// Rows the sink received; the rows themselves are encoded (or discarded) and freed on
+    /// the cpu thread that built them, where freeing is cheapest.
     sink_rows: u64,
     sink_bytes: Vec<u8>,
     dead_letters: Vec<(String, Vec<u8>)>,
@@ -91,37 +107,51 @@ async fn execute(
     let stage = job.stage(task.stage)?;
     let mut stats = TaskStats::default();
     let pipeline = job.pipeline(task.stage, task.partition)?;
-    let sink_spec = match &stage.output {
-        StageOutput::Sink(spec) => Some(spec),
+    let sink = match &stage.output {
+        StageOutput::Sink(spec) => job.sink(task.stage, task.partition, spec)?,
         StageOutput::Shuffle { .. } => None,
     };
-    let format_sink = matches!(sink_spec, Some(SinkSpec::JsonLines { .. }) | Some(SinkSpec::Stdout));
+    let encoder = sink.clone();
     let compute_input = move |input: StageInputData| {
         let bytes = input_bytes(&input);
-        let result = compute(&pipeline, &input, format_sink);
+        let result = compute(&pipeline, &input, task.batch, encoder.as_deref());
         Measured { value: result, bytes }
     };
     let result = match (&stage.input, &descriptor.input) {
-        (StageInput::Source(spec), TaskInput::SourceRange { start_ms, end_ms }) => {
-            let generator = job.generator(spec, task.partition);
-            let (start_ms, end_ms) = (*start_ms, *end_ms);
+        (StageInput::Source(spec), TaskInput::Source) => {
+            let source = job.source(spec, task.partition);
+            let read_pool = ctx.pool(source.resource())?;
+            let (start_ms, end_ms) = job.clock().range_ms(task.batch);
             let read = move || {
                 let mut raw = RawRecords::new();
-                generator.generate(start_ms, end_ms, &mut raw);
+                let range = source.read(start_ms, end_ms, &mut raw);
                 let bytes = raw.data.len() as u64;
-                Measured { value: raw, bytes }
+                Measured { value: (raw, range), bytes }
             };
+            // A source partition is read front to back: batch b + 1 reads after b.
             if let Some(turn) = turn {
                 turn_held = Some(turn.take(task.batch).await);
             }
-            let (result, records) = ctx
-                .cpu
-                .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |raw| {
-                    compute_input(StageInputData::Raw(raw))
-                })
-                .await;
-            monotasks.extend(records);
-            stats.source_range = Some((start_ms, end_ms));
+            let (result, range) = if read_pool.resource() == Resource::Cpu {
+                // Both on the cpu: one dispatch, two records.
+                let (result, records) = ctx
+                    .cpu
+                    .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |(raw, range)| {
+                        let computed = compute_input(StageInputData::Raw(raw));
+                        Measured { value: (computed.value, range), bytes: computed.bytes }
+                    })
+                    .await;
+                monotasks.extend(records);
+                result
+            } else {
+                let ((raw, range), record) = read_pool.run(MonotaskKind::SourceRead, read).await;
+                monotasks.push(record);
+                let (result, record) =
+                    ctx.cpu.run(MonotaskKind::MapCompute, move || compute_input(StageInputData::Raw(raw))).await;
+                monotasks.push(record);
+                (result, range)
+            };
+            stats.source_range = Some(range);
             result
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
@@ -143,44 +173,78 @@ async fn execute(
         }
     };
     let (output, writes) = result?;
-
-    stats.records_in = output.records_in;
-    stats.rows_out = output.rows_out;
-    stats.dead_letters = output.dead_letters.len() as u64;
-    stats.unmatched_lookup_rows = output.unmatched_lookup_rows;
-    stats.late_rows_dropped = output.late_rows_dropped;
-    stats.window_latencies_ms =
-        output.closed_windows.iter().map(|closed| closed.last_update_ms - closed.window_end_ms).collect();
-    stats.sink_rows = writes.sink_rows;
+    stats = TaskStats { source_range: stats.source_range, ..task_stats(&output, writes.sink_rows) };
     for (reduce_partition, block) in output.blocks {
-        let meta =
-            BlockMeta { reduce_partition, rows: block.num_rows() as u64, bytes: block.get_array_memory_size() as u64 };
-        ctx.store.put(BlockId::of(task, meta.reduce_partition), block);
-        stats.blocks.push(meta);
+        ctx.store.put(BlockId::of(task, reduce_partition), block);
     }
 
-    let dead_letter_writer =
-        if writes.dead_letters.is_empty() { None } else { job.dead_letter_writer(task.stage, task.partition)? };
-    let sink = match &sink_spec {
-        Some(spec) if !writes.sink_bytes.is_empty() => job.sink(task.stage, task.partition, spec)?,
-        _ => None,
-    };
-    let to_stdout = matches!(sink_spec, Some(SinkSpec::Stdout));
-    if dead_letter_writer.is_some() || sink.is_some() || (to_stdout && !writes.sink_bytes.is_empty()) {
-        let (partition, batch) = (task.partition, task.batch);
+    if !writes.dead_letters.is_empty() {
+        if let Some(writer) = job.dead_letter_writer(task.stage, task.partition)? {
+            let dead_letters = writes.dead_letters;
+            let (result, record) = Box::pin(ctx.disk.run(MonotaskKind::SinkWrite, move || {
+                let bytes = dead_letters.iter().map(|(_, record)| record.len() as u64).sum::<u64>();
+                let mut writer = writer.lock().expect("dead letter lock");
+                let result = dead_letters
+                    .iter()
+                    .try_for_each(|(reason, record)| writer.write(task.batch, task.partition, reason, record))
+                    .and_then(|()| writer.flush());
+                Measured { value: result, bytes }
+            }))
+            .await;
+            monotasks.push(record);
+            result?;
+        }
+    }
+    if let Some(sink) = sink.filter(|_| !writes.sink_bytes.is_empty()) {
+        let sink_bytes = writes.sink_bytes;
         // Boxed for the same reason as the fetch: only tasks that write need this state.
-        let (result, record) = Box::pin(ctx.disk.run(MonotaskKind::SinkWrite, move || {
-            let bytes = writes.sink_bytes.len() as u64
-                + writes.dead_letters.iter().map(|(_, record)| record.len() as u64).sum::<u64>();
-            let result = write_out(&writes, sink, dead_letter_writer, to_stdout, batch, partition);
-            Measured { value: result, bytes }
+        let (result, record) = Box::pin(ctx.pool(sink.resource())?.run(MonotaskKind::SinkWrite, move || {
+            let bytes = sink_bytes.len() as u64;
+            Measured { value: sink.write(task.batch, &sink_bytes), bytes }
         }))
         .await;
         monotasks.push(record);
         result?;
+        stats.sink_visible_at_us = Some(record.finished_at_us);
+    }
+    if !output.closed_windows.is_empty() || stats.sink_visible_at_us.is_some() {
+        let visible = stats.sink_visible_at_us.map(|at_us| (task.batch, at_us / 1000));
+        let last_updates = output.closed_windows.iter().map(|closed| closed.last_update_batch);
+        let times = job.visible_times(task.stage, task.partition, visible, last_updates);
+        stats.window_latencies_ms = window_latencies_ms(&output.closed_windows, &times);
     }
     drop(turn_held);
     Ok(stats)
+}
+
+/// The counters of a task's report, from what its stage produced: a fixed set and one entry
+/// per block, never one per row or key, so the driver's traffic does not grow with the data.
+fn task_stats(output: &StageRunOutput, sink_rows: u64) -> TaskStats {
+    TaskStats {
+        records_in: output.records_in,
+        rows_out: output.rows_out,
+        dead_letters: output.dead_letters.len() as u64,
+        unmatched_lookup_rows: output.unmatched_lookup_rows,
+        late_rows_dropped: output.late_rows_dropped,
+        sink_rows,
+        blocks: output
+            .blocks
+            .iter()
+            .map(|(reduce_partition, block)| BlockMeta {
+                reduce_partition: *reduce_partition,
+                rows: block.num_rows() as u64,
+                bytes: block.get_array_memory_size() as u64,
+            })
+            .collect(),
+        ..TaskStats::default()
+    }
+}
+
+/// One latency per closed window (not per key): when the output of the last batch that
+/// updated it became visible, minus its end; `visible_at_ms` holds those times in order.
+fn window_latencies_ms(closed: &[ClosedWindow], visible_at_ms: &[Option<i64>]) -> Vec<i64> {
+    assert_eq!(closed.len(), visible_at_ms.len(), "a visible time, or none, per closed window");
+    closed.iter().zip(visible_at_ms).filter_map(|(window, visible)| Some((*visible)? - window.window_end_ms)).collect()
 }
 
 fn input_bytes(input: &StageInputData) -> u64 {
@@ -193,14 +257,14 @@ fn input_bytes(input: &StageInputData) -> u64 {
 fn compute(
     pipeline: &std::sync::Mutex<sleet_exec::pipeline::StagePipeline>,
     input: &StageInputData,
-    format_sink: bool,
+    batch: u64,
+    sink: Option<&dyn Sink>,
 ) -> Result<(StageRunOutput, Writes), WorkerError> {
-    let now = now_ms();
-    let mut output = pipeline.lock().expect("pipeline lock").run(input, now)?;
+    let mut output = pipeline.lock().expect("pipeline lock").run(input, batch)?;
     let mut sink_bytes = Vec::new();
     let sink_rows = output.sink_rows.take();
-    if let (true, Some(rows)) = (format_sink, &sink_rows) {
-        sleet_connectors::sink::format_json_lines(rows, now, &mut sink_bytes);
+    if let (Some(sink), Some(rows)) = (sink, &sink_rows) {
+        sink.encode(batch, rows, &mut sink_bytes);
     }
     let sink_rows = sink_rows.map_or(0, |rows| rows.num_rows() as u64);
     let dead_letters = match input {
@@ -212,32 +276,6 @@ fn compute(
         StageInputData::Blocks(_) => Vec::new(),
     };
     Ok((output, Writes { sink_rows, sink_bytes, dead_letters }))
-}
-
-fn write_out(
-    writes: &Writes,
-    sink: Option<Arc<std::sync::Mutex<sleet_connectors::sink::JsonLinesSink>>>,
-    dead_letter_writer: Option<Arc<std::sync::Mutex<sleet_connectors::dead_letter::DeadLetterWriter>>>,
-    to_stdout: bool,
-    batch: u64,
-    partition: u32,
-) -> Result<(), WorkerError> {
-    if let Some(sink) = sink {
-        let mut sink = sink.lock().expect("sink lock");
-        sink.write(&writes.sink_bytes)?;
-        // Flushed every batch: the output of a finished batch is visible, not stuck in a buffer.
-        sink.flush()?;
-    } else if to_stdout {
-        std::io::stdout().lock().write_all(&writes.sink_bytes)?;
-    }
-    if let Some(writer) = dead_letter_writer {
-        let mut writer = writer.lock().expect("dead letter lock");
-        for (reason, record) in &writes.dead_letters {
-            writer.write(batch, partition, reason, record)?;
-        }
-        writer.flush()?;
-    }
-    Ok(())
 }
 
 /// Local blocks come straight from the store; remote ones are pulled, one net monotask per
@@ -267,7 +305,7 @@ async fn fetch_blocks(
             let result = ctx.shuffle.fetch(&address, ids).await;
             let record = MonotaskRecord {
                 kind: MonotaskKind::ShuffleFetch,
-                resource: MonotaskKind::ShuffleFetch.resource(),
+                resource: Resource::Net,
                 bytes: result.as_ref().map_or(0, |(_, bytes)| *bytes),
                 queued_at_us,
                 started_at_us,
@@ -282,4 +320,81 @@ async fn fetch_blocks(
         batches.extend(result?.0);
     }
     Ok(batches)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    use sleet_exec::pipeline::StagePipeline;
+    use sleet_plan::{
+        plan_stages, Aggregate, NumbersSourceSpec, PlanBuilder, SinkSpec, SourceSpec, StageId, StagePlan, WindowSpec,
+    };
+    use sleet_wire::{encode_binary, TaskId};
+
+    use super::*;
+
+    fn reduce_stage() -> StagePlan {
+        let spec = NumbersSourceSpec { seed: 1, partitions: 1, numbers_per_batch: 1, keys: 1 };
+        let window = WindowSpec { time_column: "time".into(), size_ms: 1_000, allowed_lateness_ms: 0 };
+        let plan = PlanBuilder::source("keys", SourceSpec::Numbers(spec))
+            .decode_json(sleet_connectors::numbers::record_schema())
+            .exchange(["key"], 1)
+            .window_aggregate(window, ["key"], [Aggregate::count("count")])
+            .sink(SinkSpec::Discard)
+            .build()
+            .expect("plan");
+        plan_stages(&plan, false).expect("stages").stages.pop().expect("a reduce stage")
+    }
+
+    fn rows(keys: usize, time: i64) -> RecordBatch {
+        let names: Vec<String> = (0..keys).map(|key| format!("key-{key}")).collect();
+        RecordBatch::try_from_iter([
+            ("key", Arc::new(StringArray::from(names)) as ArrayRef),
+            ("sum", Arc::new(Int64Array::from(vec![1; keys])) as ArrayRef),
+            ("time", Arc::new(Int64Array::from(vec![time; keys])) as ArrayRef),
+        ])
+        .expect("rows")
+    }
+
+    /// The encoded reports of two batches of one reduce partition: the first updates `keys`
+    /// keys of one window, the second closes that window.
+    fn report_bytes(keys: usize) -> [usize; 2] {
+        let mut pipeline = StagePipeline::new(&reduce_stage(), &|_| unreachable!("no lookup")).expect("pipeline");
+        let inputs = [rows(keys, 10), rows(1, 2_500)];
+        let mut sizes = [0; 2];
+        for (batch, input) in inputs.into_iter().enumerate() {
+            let mut output = pipeline.run(&StageInputData::Blocks(vec![input]), batch as u64).expect("runs");
+            let sink_rows = output.sink_rows.take().map_or(0, |rows| rows.num_rows() as u64);
+            let mut stats = task_stats(&output, sink_rows);
+            let visible = vec![Some(1_050); output.closed_windows.len()];
+            stats.window_latencies_ms = window_latencies_ms(&output.closed_windows, &visible);
+            assert_eq!(stats.window_latencies_ms.len(), batch, "batch 1 closes the window, batch 0 none");
+            let report = TaskReport {
+                task: TaskId { job: 1, stage: StageId(1), partition: 0, batch: batch as u64 },
+                worker: 1,
+                group: Some(0),
+                outcome: TaskOutcome::Succeeded(stats),
+                monotasks: Vec::new(),
+                started_at_us: 0,
+                finished_at_us: 10,
+            };
+            sizes[batch] = encode_binary(&report).len();
+        }
+        sizes
+    }
+
+    #[test]
+    fn a_report_does_not_grow_with_the_number_of_keys() {
+        let few = report_bytes(10);
+        let many = report_bytes(1_000_000);
+        for batch in 0..2 {
+            // Counters are varints: 10 and 1 000 000 differ by two bytes each.
+            assert!(
+                many[batch] <= few[batch] + 8,
+                "batch {batch}: {} bytes with 10⁶ keys, {} with 10",
+                many[batch],
+                few[batch]
+            );
+        }
+    }
 }

@@ -1,0 +1,207 @@
+//! Result rows as JSON lines: one object per row, every column by name plus the batch that
+//! produced it; one file per reduce partition, or standard output.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float64Type, Int64Type};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::DataType;
+use sleet_clarity::Resource;
+
+use super::Sink;
+use crate::error::ConnectorError;
+
+/// Appends one JSON object per row of `rows`, every column by name plus `"batch"`, then a
+/// newline. Nothing in a line depends on when it was written, so a replayed batch formats the
+/// same bytes; readers take, per key, the row of the highest batch.
+pub fn format_json_lines(rows: &RecordBatch, batch: u64, out: &mut Vec<u8>) {
+    let schema = rows.schema();
+    let names: Vec<Vec<u8>> = schema
+        .fields()
+        .iter()
+        .map(|field| serde_json::to_vec(field.name()).expect("a string always serializes"))
+        .collect();
+    let batch = batch.to_string();
+    for row in 0..rows.num_rows() {
+        out.push(b'{');
+        for (index, column) in rows.columns().iter().enumerate() {
+            out.extend_from_slice(&names[index]);
+            out.push(b':');
+            write_value(column.as_ref(), row, out);
+            out.push(b',');
+        }
+        out.extend_from_slice(b"\"batch\":");
+        out.extend_from_slice(batch.as_bytes());
+        out.extend_from_slice(b"}\n");
+    }
+}
+
+fn write_value(column: &dyn Array, row: usize, out: &mut Vec<u8>) {
+    if column.is_null(row) {
+        out.extend_from_slice(b"null");
+        return;
+    }
+    match column.data_type() {
+        DataType::Utf8 => {
+            serde_json::to_writer(&mut *out, column.as_string::<i32>().value(row)).expect("writing to a Vec")
+        }
+        DataType::Int64 => out.extend_from_slice(column.as_primitive::<Int64Type>().value(row).to_string().as_bytes()),
+        DataType::Float64 => {
+            let value = column.as_primitive::<Float64Type>().value(row);
+            // JSON has no NaN or infinity; such a value is written as null rather than break the line.
+            match serde_json::Number::from_f64(value) {
+                Some(number) => out.extend_from_slice(number.to_string().as_bytes()),
+                None => out.extend_from_slice(b"null"),
+            }
+        }
+        DataType::Boolean => out.extend_from_slice(if column.as_boolean().value(row) { b"true" } else { b"false" }),
+        DataType::Binary => {
+            serde_json::to_writer(&mut *out, &String::from_utf8_lossy(column.as_binary::<i32>().value(row)))
+                .expect("writing to a Vec")
+        }
+        other => out.extend_from_slice(format!("\"<{other} not supported in JSON output>\"").as_bytes()),
+    }
+}
+
+pub fn sink_file_path(dir: &Path, partition: u32) -> PathBuf {
+    dir.join(format!("part-{partition}.jsonl"))
+}
+
+/// One file per reduce partition, appended to: a partition has one writer, so no locking
+/// across workers, and opening it again (a new owner after a failure, a job resumed) never
+/// loses what is there.
+pub struct JsonLinesSink {
+    path: PathBuf,
+    writer: Mutex<BufWriter<File>>,
+}
+
+impl JsonLinesSink {
+    pub fn open(dir: &Path, partition: u32) -> Result<Self, ConnectorError> {
+        fs::create_dir_all(dir).map_err(ConnectorError::io("creating sink directory", dir))?;
+        let path = sink_file_path(dir, partition);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(ConnectorError::io("opening sink file", &path))?;
+        Ok(JsonLinesSink { path, writer: Mutex::new(BufWriter::with_capacity(256 * 1024, file)) })
+    }
+}
+
+impl Sink for JsonLinesSink {
+    fn resource(&self) -> Resource {
+        Resource::Disk
+    }
+
+    fn encode(&self, batch: u64, rows: &RecordBatch, out: &mut Vec<u8>) {
+        format_json_lines(rows, batch, out);
+    }
+
+    fn write(&self, _batch: u64, encoded: &[u8]) -> Result<(), ConnectorError> {
+        let mut writer = self.writer.lock().expect("sink file lock");
+        writer.write_all(encoded).map_err(ConnectorError::io("writing sink file", &self.path))?;
+        // Handed to the OS at once: a finished batch's rows are visible to readers, not held
+        // in a buffer.
+        writer.flush().map_err(ConnectorError::io("writing sink file", &self.path))
+    }
+
+    fn flush(&self) -> Result<(), ConnectorError> {
+        let mut writer = self.writer.lock().expect("sink file lock");
+        writer.flush().map_err(ConnectorError::io("flushing sink file", &self.path))?;
+        writer.get_ref().sync_data().map_err(ConnectorError::io("syncing sink file", &self.path))
+    }
+}
+
+/// Rows as JSON lines on this process's standard output: for trying a job by hand.
+pub struct StdoutSink;
+
+impl Sink for StdoutSink {
+    fn resource(&self) -> Resource {
+        Resource::Disk
+    }
+
+    fn encode(&self, batch: u64, rows: &RecordBatch, out: &mut Vec<u8>) {
+        format_json_lines(rows, batch, out);
+    }
+
+    fn write(&self, _batch: u64, encoded: &[u8]) -> Result<(), ConnectorError> {
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(encoded)
+            .and_then(|()| stdout.flush())
+            .map_err(ConnectorError::io("writing", Path::new("<stdout>")))
+    }
+
+    fn flush(&self) -> Result<(), ConnectorError> {
+        std::io::stdout().flush().map_err(ConnectorError::io("flushing", Path::new("<stdout>")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
+
+    use super::*;
+
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sleet-sink-test-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn rows_format_as_json_objects_with_their_batch() {
+        let batch = RecordBatch::try_from_iter([
+            ("window_start", Arc::new(Int64Array::from(vec![Some(10_000), None])) as ArrayRef),
+            ("campaign_id", Arc::new(StringArray::from(vec!["a\"b", "ü"])) as ArrayRef),
+            ("score", Arc::new(Float64Array::from(vec![1.5, f64::NAN])) as ArrayRef),
+            ("ok", Arc::new(BooleanArray::from(vec![true, false])) as ArrayRef),
+        ])
+        .expect("batch");
+        let mut out = Vec::new();
+        format_json_lines(&batch, 77, &mut out);
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .expect("utf8")
+            .lines()
+            .map(|line| serde_json::from_str(line).expect("json"))
+            .collect();
+        assert_eq!(
+            lines[0],
+            serde_json::json!({"window_start": 10000, "campaign_id": "a\"b", "score": 1.5, "ok": true, "batch": 77})
+        );
+        assert_eq!(lines[1]["window_start"], serde_json::Value::Null);
+        assert_eq!(lines[1]["score"], serde_json::Value::Null);
+    }
+
+    #[test]
+    fn a_batch_written_again_is_the_same_bytes_and_reopening_keeps_the_file() {
+        let dir = scratch_dir("reopen");
+        let batch = RecordBatch::try_from_iter([
+            ("window_start", Arc::new(Int64Array::from(vec![0, 10_000])) as ArrayRef),
+            ("campaign_id", Arc::new(StringArray::from(vec!["c1", "c2"])) as ArrayRef),
+            ("count", Arc::new(Int64Array::from(vec![3, 4])) as ArrayRef),
+        ])
+        .expect("batch");
+        let sink = JsonLinesSink::open(&dir, 1).expect("open");
+        let (mut first, mut again) = (Vec::new(), Vec::new());
+        sink.encode(5, &batch, &mut first);
+        sink.encode(5, &batch, &mut again);
+        assert_eq!(first, again, "encoding depends only on the rows and the batch");
+        sink.write(5, &first).expect("write");
+        let visible = fs::read(sink_file_path(&dir, 1)).expect("read");
+        assert_eq!(visible, first, "a write is visible to readers when it returns");
+        drop(sink);
+        let reopened = JsonLinesSink::open(&dir, 1).expect("reopen");
+        reopened.write(6, b"{\"count\":1,\"batch\":6}\n").expect("write");
+        reopened.flush().expect("flush");
+        let text = fs::read_to_string(sink_file_path(&dir, 1)).expect("read");
+        assert_eq!(text.lines().count(), 3, "reopening appends: {text}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+}

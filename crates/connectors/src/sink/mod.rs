@@ -1,0 +1,51 @@
+//! Sinks: where a job's result rows go.
+//!
+//! ```text
+//!  reduce task ── cpu monotask: Sink::encode(batch, rows) ──▶ bytes
+//!              ── monotask on Sink::resource(): Sink::write(batch, bytes) ──▶ visible to readers
+//! ```
+//!
+//! A sink is split in two halves so that each runs on the monotask of the resource it uses:
+//! formatting is cpu work, writing is I/O (disk for files, network for Kafka). A sink writes
+//! rows tagged with their batch and nothing that depends on when they were written, so a
+//! batch written twice (a replay after a failure) writes the same bytes.
+
+mod json_lines;
+mod ysb_rows;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use sleet_clarity::Resource;
+use sleet_plan::SinkSpec;
+
+use crate::error::ConnectorError;
+
+pub use json_lines::{format_json_lines, sink_file_path, JsonLinesSink, StdoutSink};
+pub use ysb_rows::{read_ysb_sink, SinkRow};
+
+/// Where the result rows of one reduce partition go. Shared by the tasks of that partition,
+/// which write in batch order.
+pub trait Sink: Send + Sync {
+    /// The resource `write` uses; its monotask runs on that resource's scheduler.
+    fn resource(&self) -> Resource;
+
+    /// Appends the rows `batch` produced, in this sink's encoding. Pure cpu work.
+    fn encode(&self, batch: u64, rows: &RecordBatch, out: &mut Vec<u8>);
+
+    /// Writes what `encode` produced for `batch`. When it returns, readers can see the rows.
+    fn write(&self, batch: u64, encoded: &[u8]) -> Result<(), ConnectorError>;
+
+    /// Makes everything written so far durable; called when the job ends.
+    fn flush(&self) -> Result<(), ConnectorError>;
+}
+
+/// The sink a spec names for one reduce partition; `None` when the spec keeps no output.
+pub fn open_sink(spec: &SinkSpec, partition: u32) -> Result<Option<Arc<dyn Sink>>, ConnectorError> {
+    Ok(match spec {
+        SinkSpec::JsonLines { dir } => Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), partition)?)),
+        SinkSpec::Stdout => Some(Arc::new(StdoutSink)),
+        SinkSpec::Discard => None,
+    })
+}

@@ -1,0 +1,34 @@
+//! Sources: where a job's records come from.
+//!
+//! ```text
+//!  batch b closes on the worker ── monotask on Source::resource(): Source::read ──▶ RawRecords
+//!                                                          └──▶ SourceRange (the batch log)
+//! ```
+//!
+//! The worker that owns a source partition reads each batch itself and says what it read;
+//! the driver never chooses a range (DESIGN §4.5). The read runs on the scheduler of the
+//! resource it uses, so its monotask record is true: generating records is cpu work, reading
+//! Kafka is network, reading a file is disk.
+
+use std::sync::Arc;
+
+use sleet_clarity::Resource;
+use sleet_exec::RawRecords;
+use sleet_plan::{SourceRange, SourceSpec};
+
+use crate::generator::Generator;
+
+/// One partition of a source.
+pub trait Source: Send + Sync {
+    /// The resource `read` uses.
+    fn resource(&self) -> Resource;
+
+    /// Appends the records of the batch covering `[start_ms, end_ms)` to `out` and returns
+    /// what it read. Reads of one partition come in batch order.
+    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> SourceRange;
+}
+
+/// The partition `partition` of the source `spec` describes.
+pub fn open_source(spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
+    Arc::new(Generator::new(spec, partition))
+}

@@ -1,0 +1,79 @@
+//! Taking in the reports of a status message, the same way under both schedulers: a failure
+//! stops the job; a success the scheduler was waiting for counts in the job's figures. Pure.
+
+use sleet_wire::{StatusBatch, TaskOutcome, TaskReport, TaskStats};
+
+use crate::job_link::TaskFailure;
+use crate::progress::JobStats;
+
+/// Hands every successful report to `accept`, which says whether the scheduler was waiting
+/// for it (a repeat, or a task past a stop, is not counted twice), and adds the accepted ones
+/// to `stats`. Stops at the first failure and returns it.
+pub fn take_reports<'s>(
+    status: &'s StatusBatch,
+    stats: &mut JobStats,
+    now_ms: i64,
+    mut accept: impl FnMut(&'s TaskReport, &'s TaskStats) -> bool,
+) -> Result<(), TaskFailure> {
+    for report in &status.reports {
+        match &report.outcome {
+            TaskOutcome::Succeeded(task_stats) => {
+                if accept(report, task_stats) {
+                    stats.add_task(task_stats, &report.monotasks, now_ms);
+                }
+            }
+            TaskOutcome::Failed { reason } => {
+                return Err(TaskFailure { task: report.task, worker: report.worker, reason: reason.clone() })
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use sleet_plan::{SchedulerKind, SourceRange, StageId};
+    use sleet_wire::TaskId;
+
+    use super::*;
+
+    fn report(partition: u32, outcome: TaskOutcome) -> TaskReport {
+        TaskReport {
+            task: TaskId { job: 1, stage: StageId(0), partition, batch: 0 },
+            worker: 3,
+            group: None,
+            outcome,
+            monotasks: Vec::new(),
+            started_at_us: 0,
+            finished_at_us: 1,
+        }
+    }
+
+    #[test]
+    fn only_accepted_reports_count_and_a_failure_stops_the_intake() {
+        let source = TaskStats {
+            source_range: Some(SourceRange::Time { start_ms: 0, end_ms: 10 }),
+            records_in: 5,
+            ..TaskStats::default()
+        };
+        let status = StatusBatch {
+            registered: Vec::new(),
+            reports: vec![
+                report(0, TaskOutcome::Succeeded(source.clone())),
+                report(1, TaskOutcome::Succeeded(source.clone())),
+                report(2, TaskOutcome::Failed { reason: "disk full".into() }),
+                report(3, TaskOutcome::Succeeded(source)),
+            ],
+        };
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Group);
+        let mut seen = Vec::new();
+        let failure = take_reports(&status, &mut stats, 0, |report, _| {
+            seen.push(report.task.partition);
+            report.task.partition == 1
+        })
+        .expect_err("partition 2 failed");
+        assert_eq!((failure.task.partition, failure.worker, failure.reason.as_str()), (2, 3, "disk full"));
+        assert_eq!(seen, vec![0, 1], "nothing after the failure is taken");
+        assert_eq!(stats.events_in, 5, "only the accepted report counts");
+    }
+}

@@ -1,0 +1,151 @@
+//! What a running job's scheduler sees of the driver: the events that concern its job, the
+//! workers it can send to, and how a failure is told. The coordinator owns the driver's
+//! state and lends it here for the length of a job; the schedulers (`bsp`, `group`) depend on
+//! this seam and never on the coordinator, which only picks one and runs it.
+
+use std::time::Duration;
+
+use sleet_plan::PhysicalPlan;
+use sleet_wire::clock::BatchClock;
+use sleet_wire::{DriverToClient, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
+use tokio::sync::mpsc;
+
+use crate::error::DriverError;
+use crate::membership::{EncodedMessage, Membership};
+use crate::server::{ClientId, DriverEvent};
+
+/// What the running job's scheduler is told by an event that concerns it.
+pub enum JobEvent {
+    /// Batched progress from a worker, and what decoding it cost the driver.
+    Status(StatusBatch, i64),
+    Ended {
+        worker: WorkerId,
+        job: JobId,
+    },
+    /// The client asked to stop the job, went away, or the driver is shutting down.
+    Stop,
+    Lost {
+        worker: WorkerId,
+        name: String,
+        pid: u32,
+        reason: String,
+    },
+    Timeout,
+}
+
+/// A job while it runs: what its scheduler needs to know about it.
+pub struct RunningJob {
+    pub job: JobId,
+    pub client: ClientId,
+    pub clock: BatchClock,
+    pub settings: sleet_plan::JobSettings,
+    pub physical: PhysicalPlan,
+    /// A stage of one batch taking longer than this fails the job.
+    pub stage_timeout: Duration,
+}
+
+impl RunningJob {
+    /// How many batches the job runs, when it has a duration.
+    pub fn batches_total(&self) -> Option<u64> {
+        self.settings.duration_ms.map(|duration| self.clock.batches_in(duration))
+    }
+}
+
+/// The driver's state as a running job's scheduler may use it.
+pub struct JobLink<'a> {
+    pub events: &'a mut mpsc::Receiver<DriverEvent>,
+    pub membership: &'a mut Membership,
+    pub shutting_down: &'a mut bool,
+    pub job: JobId,
+    pub client: ClientId,
+}
+
+impl JobLink<'_> {
+    /// Waits for the next event that concerns the job, handling the others here: workers
+    /// joining, submits (refused while a job runs), other clients' requests.
+    pub async fn next_event(&mut self, deadline: tokio::time::Instant) -> JobEvent {
+        loop {
+            let event = match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Err(_) => return JobEvent::Timeout,
+                Ok(None) => return JobEvent::Stop,
+                Ok(Some(event)) => event,
+            };
+            match event {
+                DriverEvent::WorkerJoined(handle) => self.membership.join(handle),
+                DriverEvent::WorkerLost { worker, reason } => {
+                    if let Some(handle) = self.membership.leave(worker) {
+                        return JobEvent::Lost { worker, name: handle.name, pid: handle.pid, reason };
+                    }
+                }
+                DriverEvent::FromWorker { message: WorkerToDriver::Status(status), decode_us, .. } => {
+                    return JobEvent::Status(status, decode_us)
+                }
+                DriverEvent::FromWorker { worker, message: WorkerToDriver::JobEnded { job }, .. } => {
+                    return JobEvent::Ended { worker, job }
+                }
+                DriverEvent::FromWorker { .. } => {}
+                DriverEvent::Submit { replies, .. } => {
+                    let reason = format!("the driver is busy running job {}; submit again when it ends", self.job);
+                    let _ = replies.send(DriverToClient::Rejected { reason }).await;
+                }
+                DriverEvent::Stop { job } if job == self.job => return JobEvent::Stop,
+                DriverEvent::Stop { .. } => {}
+                DriverEvent::ClientGone { client } if client == self.client => return JobEvent::Stop,
+                DriverEvent::ClientGone { .. } => {}
+                DriverEvent::Shutdown => {
+                    *self.shutting_down = true;
+                    return JobEvent::Stop;
+                }
+            }
+        }
+    }
+
+    /// Sends a message to a worker of the job; a worker that is gone or whose connection
+    /// closed is lost, which fails the job at `batch`.
+    pub async fn send_to(&self, worker: WorkerId, message: EncodedMessage, batch: u64) -> Result<(), DriverError> {
+        let Some(handle) = self.membership.get(worker) else {
+            let (name, pid, reason) = ("unknown".into(), 0, "it is gone".into());
+            return Err(DriverError::WorkerLost { worker, name, pid, batch, reason });
+        };
+        if handle.send_encoded(message).await {
+            return Ok(());
+        }
+        let (name, pid, reason) = (handle.name.clone(), handle.pid, "its connection closed".into());
+        Err(DriverError::WorkerLost { worker, name, pid, batch, reason })
+    }
+
+    /// The shuffle address of a worker, where its blocks are pulled from.
+    pub fn shuffle_address(&self, worker: WorkerId) -> Option<&str> {
+        self.membership.get(worker).map(|handle| handle.shuffle_address.as_str())
+    }
+
+    /// A task that fails because a peer vanished (a fetch from a dead worker) is a symptom;
+    /// the worker's lost connection, which follows within moments, is the cause worth
+    /// reporting.
+    pub async fn explain_failure(&mut self, failure: TaskFailure, batch: u64) -> DriverError {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+        loop {
+            match self.next_event(deadline).await {
+                JobEvent::Lost { worker, name, pid, reason } => {
+                    return DriverError::WorkerLost { worker, name, pid, batch, reason }
+                }
+                JobEvent::Timeout | JobEvent::Stop => {
+                    return DriverError::TaskFailed {
+                        task: failure.task,
+                        worker: failure.worker,
+                        reason: failure.reason,
+                    }
+                }
+                JobEvent::Status(..) | JobEvent::Ended { .. } => {}
+            }
+        }
+    }
+}
+
+/// A task that reported failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskFailure {
+    pub task: TaskId,
+    pub worker: WorkerId,
+    pub reason: String,
+}
