@@ -7,8 +7,7 @@
 //!         └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
 //!  table::load_table(TableSpec) ──▶ RecordBatch (broadcast to lookups)
 //!  worker ──rows──▶ sink::Sink: encode (cpu) ──▶ write (its resource)
-//!    ├─ JsonLinesSink (part-<p>.jsonl, disk)
-//!    └─ StdoutSink
+//!    └─ JsonLinesSink (part-<p>.jsonl or stdout, disk)
 //!  worker ──bad records──▶ dead_letter::DeadLetterWriter
 //! ```
 //!

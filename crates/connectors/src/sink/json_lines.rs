@@ -71,12 +71,18 @@ pub fn sink_file_path(dir: &Path, partition: u32) -> PathBuf {
     dir.join(format!("part-{partition}.jsonl"))
 }
 
-/// One file per reduce partition, appended to: a partition has one writer, so no locking
-/// across workers, and opening it again (a new owner after a failure, a job resumed) never
-/// loses what is there.
+/// One file per reduce partition, appended to (a partition has one writer, so no locking
+/// across workers, and opening it again — a new owner after a failure, a job resumed — never
+/// loses what is there), or this process's standard output, for trying a job by hand.
 pub struct JsonLinesSink {
+    /// Where the rows go, for errors: the file, or `<stdout>`.
     path: PathBuf,
-    writer: Mutex<BufWriter<File>>,
+    destination: Mutex<Destination>,
+}
+
+enum Destination {
+    File(BufWriter<File>),
+    Stdout,
 }
 
 impl JsonLinesSink {
@@ -88,7 +94,12 @@ impl JsonLinesSink {
             .append(true)
             .open(&path)
             .map_err(ConnectorError::io("opening sink file", &path))?;
-        Ok(JsonLinesSink { path, writer: Mutex::new(BufWriter::with_capacity(256 * 1024, file)) })
+        let destination = Destination::File(BufWriter::with_capacity(256 * 1024, file));
+        Ok(JsonLinesSink { path, destination: Mutex::new(destination) })
+    }
+
+    pub fn stdout() -> Self {
+        JsonLinesSink { path: PathBuf::from("<stdout>"), destination: Mutex::new(Destination::Stdout) }
     }
 }
 
@@ -102,42 +113,24 @@ impl Sink for JsonLinesSink {
     }
 
     fn write(&self, _batch: u64, encoded: &[u8]) -> Result<(), ConnectorError> {
-        let mut writer = self.writer.lock().expect("sink file lock");
-        writer.write_all(encoded).map_err(ConnectorError::io("writing sink file", &self.path))?;
         // Handed to the OS at once: a finished batch's rows are visible to readers, not held
         // in a buffer.
-        writer.flush().map_err(ConnectorError::io("writing sink file", &self.path))
+        let written = match &mut *self.destination.lock().expect("sink lock") {
+            Destination::File(file) => file.write_all(encoded).and_then(|()| file.flush()),
+            Destination::Stdout => {
+                let mut stdout = std::io::stdout().lock();
+                stdout.write_all(encoded).and_then(|()| stdout.flush())
+            }
+        };
+        written.map_err(ConnectorError::io("writing sink output", &self.path))
     }
 
     fn flush(&self) -> Result<(), ConnectorError> {
-        let mut writer = self.writer.lock().expect("sink file lock");
-        writer.flush().map_err(ConnectorError::io("flushing sink file", &self.path))?;
-        writer.get_ref().sync_data().map_err(ConnectorError::io("syncing sink file", &self.path))
-    }
-}
-
-/// Rows as JSON lines on this process's standard output: for trying a job by hand.
-pub struct StdoutSink;
-
-impl Sink for StdoutSink {
-    fn resource(&self) -> Resource {
-        Resource::Disk
-    }
-
-    fn encode(&self, batch: u64, rows: &RecordBatch, out: &mut Vec<u8>) {
-        format_json_lines(rows, batch, out);
-    }
-
-    fn write(&self, _batch: u64, encoded: &[u8]) -> Result<(), ConnectorError> {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(encoded)
-            .and_then(|()| stdout.flush())
-            .map_err(ConnectorError::io("writing", Path::new("<stdout>")))
-    }
-
-    fn flush(&self) -> Result<(), ConnectorError> {
-        std::io::stdout().flush().map_err(ConnectorError::io("flushing", Path::new("<stdout>")))
+        let flushed = match &mut *self.destination.lock().expect("sink lock") {
+            Destination::File(file) => file.flush().and_then(|()| file.get_ref().sync_data()),
+            Destination::Stdout => std::io::stdout().flush(),
+        };
+        flushed.map_err(ConnectorError::io("flushing sink output", &self.path))
     }
 }
 
@@ -182,12 +175,7 @@ mod tests {
     #[test]
     fn a_batch_written_again_is_the_same_bytes_and_reopening_keeps_the_file() {
         let dir = scratch_dir("reopen");
-        let batch = RecordBatch::try_from_iter([
-            ("window_start", Arc::new(Int64Array::from(vec![0, 10_000])) as ArrayRef),
-            ("campaign_id", Arc::new(StringArray::from(vec!["c1", "c2"])) as ArrayRef),
-            ("count", Arc::new(Int64Array::from(vec![3, 4])) as ArrayRef),
-        ])
-        .expect("batch");
+        let batch = crate::sink::sample_ysb_rows();
         let sink = JsonLinesSink::open(&dir, 1).expect("open");
         let (mut first, mut again) = (Vec::new(), Vec::new());
         sink.encode(5, &batch, &mut first);

@@ -22,7 +22,7 @@ use sleet_plan::SinkSpec;
 
 use crate::error::ConnectorError;
 
-pub use json_lines::{format_json_lines, sink_file_path, JsonLinesSink, StdoutSink};
+pub use json_lines::{format_json_lines, sink_file_path, JsonLinesSink};
 pub use ysb_rows::{read_ysb_sink, SinkRow};
 
 /// Where the result rows of one reduce partition go. Shared by the tasks of that partition,
@@ -45,7 +45,19 @@ pub trait Sink: Send + Sync {
 pub fn open_sink(spec: &SinkSpec, partition: u32) -> Result<Option<Arc<dyn Sink>>, ConnectorError> {
     Ok(match spec {
         SinkSpec::JsonLines { dir } => Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), partition)?)),
-        SinkSpec::Stdout => Some(Arc::new(StdoutSink)),
+        SinkSpec::Stdout => Some(Arc::new(JsonLinesSink::stdout())),
         SinkSpec::Discard => None,
     })
+}
+
+/// Two ysb result rows, for the tests of the sink and its reader.
+#[cfg(test)]
+pub(crate) fn sample_ysb_rows() -> RecordBatch {
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    RecordBatch::try_from_iter([
+        ("window_start", Arc::new(Int64Array::from(vec![0, 10_000])) as ArrayRef),
+        ("campaign_id", Arc::new(StringArray::from(vec!["c1", "c2"])) as ArrayRef),
+        ("count", Arc::new(Int64Array::from(vec![3, 4])) as ArrayRef),
+    ])
+    .expect("rows")
 }

@@ -39,9 +39,6 @@ pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
 #[cfg(test)]
 mod tests {
     use std::fs;
-    use std::sync::Arc;
-
-    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 
     use super::*;
     use crate::sink::{sink_file_path, JsonLinesSink, Sink};
@@ -50,12 +47,7 @@ mod tests {
     fn sink_files_read_back_in_order_and_a_bad_line_names_its_place() {
         let dir = std::env::temp_dir().join(format!("sleet-ysb-rows-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        let batch = RecordBatch::try_from_iter([
-            ("window_start", Arc::new(Int64Array::from(vec![0, 10_000])) as ArrayRef),
-            ("campaign_id", Arc::new(StringArray::from(vec!["c1", "c2"])) as ArrayRef),
-            ("count", Arc::new(Int64Array::from(vec![3, 4])) as ArrayRef),
-        ])
-        .expect("batch");
+        let batch = crate::sink::sample_ysb_rows();
         let sink = JsonLinesSink::open(&dir, 1).expect("open");
         let mut bytes = Vec::new();
         sink.encode(123, &batch, &mut bytes);
