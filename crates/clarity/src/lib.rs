@@ -14,6 +14,6 @@ pub mod percentile;
 pub mod record;
 pub mod summary;
 
-pub use percentile::percentile;
+pub use percentile::{percentile, Distribution};
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
 pub use summary::{summarize, MonotaskTotals, ResourceSummary};

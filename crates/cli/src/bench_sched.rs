@@ -13,7 +13,7 @@
 //! interleaved run by run, so that the configurations of one worker count share the
 //! machine's noise and are compared side by side.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
@@ -22,12 +22,14 @@ use sleet_plan::{
     Aggregate, GroupSize, JobFile, JobSettings, NumbersSourceSpec, OverheadBounds, PlanBuilder, SchedulerKind,
     SinkSpec, SourceSpec, WindowSpec,
 };
+use sleet_wire::clock::BatchClock;
 use sleet_wire::JobSummary;
 
 use crate::client::run_job;
 use crate::cluster::LocalCluster;
 use crate::plot::{render_svg, LinePlot, Scale, Series};
 use crate::scheduler_args::SchedulerArgs;
+use crate::shuffle_check::{compare, expected_totals, sink_totals};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Shape {
@@ -97,6 +99,8 @@ pub struct BenchSchedArgs {
 
 /// Nominal batch interval: batches are a backlog, so it only spaces their event times.
 const BATCH_INTERVAL_MS: u64 = 10;
+/// `shuffle`'s window: a hundred batches of numbers summed per key.
+const SHUFFLE_WINDOW_MS: i64 = 1000;
 /// Keys per task: by default a task sums all its numbers into one, as WORKLOADS §4 has it;
 /// `shuffle` sends that sum to the one reduce task its key hashes to. Every map task still
 /// announces its output to every reduce task, empty ones included.
@@ -135,6 +139,8 @@ struct RunResult {
     /// Wall time from the first launch to the last completion, over the batches.
     batch_ms: f64,
     complete: bool,
+    /// `shuffle`: whether every (key, window) total in the sink equals the ground truth.
+    correct: Option<bool>,
     launch_messages: u64,
     group_sizes: Vec<u32>,
 }
@@ -156,7 +162,7 @@ pub async fn run(shape: Shape, args: BenchSchedArgs) -> Result<bool> {
     if args.out.is_none() {
         let _ = std::fs::remove_dir_all(&run_dir);
     }
-    Ok(result["complete"].as_bool().unwrap_or(false))
+    Ok(result["complete"].as_bool().unwrap_or(false) && result["correct"].as_bool() != Some(false))
 }
 
 async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -> Result<serde_json::Value> {
@@ -164,11 +170,12 @@ async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) 
     let config = Config { scheduler: args.scheduling.scheduler, group_size: args.scheduling.group_size };
     eprintln!("bench {}: {} workers, {}, {} batches", shape.name(), args.workers, config.label(), args.batches);
     let cluster = LocalCluster::start(args.workers, 1, &run_dir.join(format!("logs-{}", args.workers)))?;
+    let results_dir = run_dir.join("results");
     let outcome = async {
-        warm_up(shape, args, &cluster, &[config]).await?;
+        warm_up(shape, args, &cluster, &[config], &results_dir).await?;
         let mut runs = Vec::new();
         for _ in 0..args.runs {
-            runs.push(run_once(shape, args, &cluster, config, args.scheduling.overhead_bounds).await?);
+            runs.push(run_once(shape, args, &cluster, config, args.scheduling.overhead_bounds, &results_dir).await?);
         }
         Ok::<_, anyhow::Error>(runs)
     }
@@ -206,6 +213,7 @@ async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) 
         "runs_batch_ms": point["runs_batch_ms"],
         "batches": args.batches,
         "complete": point["complete"],
+        "correct": point["correct"],
         "launch_messages": point["launch_messages"],
         "group_sizes": runs.last().map(|run| run.group_sizes.clone()),
     }))
@@ -224,13 +232,15 @@ async fn sweep(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -
     for &workers in &args.sweep_workers {
         eprintln!("bench {}: {workers} workers: starting the cluster", shape.name());
         let cluster = LocalCluster::start(workers, 1, &run_dir.join(format!("logs-{workers}")))?;
+        let results_dir = run_dir.join(format!("results-{workers}"));
         let outcome = async {
             // bsp and the first group size: one warm-up per scheduler.
-            warm_up(shape, args, &cluster, &configs[..configs.len().min(2)]).await?;
+            warm_up(shape, args, &cluster, &configs[..configs.len().min(2)], &results_dir).await?;
             let mut runs: Vec<Vec<RunResult>> = vec![Vec::new(); configs.len()];
             for round in 1..=args.runs {
                 for (index, config) in configs.iter().enumerate() {
-                    let result = run_once(shape, args, &cluster, *config, OverheadBounds::default()).await?;
+                    let result =
+                        run_once(shape, args, &cluster, *config, OverheadBounds::default(), &results_dir).await?;
                     eprintln!(
                         "  [{:>4} s] {workers:>2} workers  round {round}  {:<10} {:>8.3} ms per batch",
                         started.elapsed().as_secs(),
@@ -245,7 +255,7 @@ async fn sweep(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -
         .await;
         cluster.shutdown().await;
         for (config, runs) in configs.iter().zip(outcome?) {
-            complete &= runs.iter().all(|run| run.complete);
+            complete &= runs.iter().all(|run| run.complete && run.correct != Some(false));
             points.push(point_json(workers, config, &runs));
         }
     }
@@ -269,6 +279,7 @@ async fn sweep(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -
             "reduce_partitions": (shape == Shape::Shuffle).then_some(args.reduce_partitions),
         },
         "complete": complete,
+        "correct": (shape == Shape::Shuffle).then(|| points.iter().all(|point| point["correct"] != false)),
         "ratios_bsp_over_group": ratios,
         "series": points,
     }))
@@ -276,10 +287,16 @@ async fn sweep(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -
 
 /// A short run of each scheduler measured, first, so connections and pools are warm for
 /// every configuration alike.
-async fn warm_up(shape: Shape, args: &BenchSchedArgs, cluster: &LocalCluster, configs: &[Config]) -> Result<()> {
+async fn warm_up(
+    shape: Shape,
+    args: &BenchSchedArgs,
+    cluster: &LocalCluster,
+    configs: &[Config],
+    results_dir: &Path,
+) -> Result<()> {
     let short = BenchSchedArgs { batches: 20, ..args.clone() };
     for config in configs {
-        run_once(shape, &short, cluster, *config, args.scheduling.overhead_bounds).await?;
+        run_once(shape, &short, cluster, *config, args.scheduling.overhead_bounds, results_dir).await?;
     }
     Ok(())
 }
@@ -290,9 +307,9 @@ fn job(
     partitions: u32,
     config: Config,
     bounds: OverheadBounds,
+    results_dir: &Path,
 ) -> Result<JobFile> {
-    let spec =
-        NumbersSourceSpec { seed: args.seed, partitions, numbers_per_batch: args.numbers_per_task, keys: keys(args) };
+    let spec = numbers_spec(args, partitions);
     let source = PlanBuilder::source(shape.name(), SourceSpec::Numbers(spec))
         .decode_json(sleet_connectors::numbers::record_schema());
     let plan = match shape {
@@ -300,18 +317,18 @@ fn job(
         Shape::Shuffle => source
             .exchange(["key"], args.reduce_partitions)
             .window_aggregate(
-                WindowSpec { time_column: "time".into(), size_ms: 1000, allowed_lateness_ms: 0 },
+                WindowSpec { time_column: "time".into(), size_ms: SHUFFLE_WINDOW_MS, allowed_lateness_ms: 0 },
                 ["key"],
                 [Aggregate::sum("sum", "total")],
             )
-            .sink(SinkSpec::Discard)
+            .sink(SinkSpec::JsonLines { dir: results_dir.display().to_string() })
             .build()?,
     };
     let interval = BATCH_INTERVAL_MS as i64;
     let batches = args.batches as i64;
     // Every batch has closed before the job starts: a backlog the scheduler works through.
     let now_ms = sleet_wire::clock::now_ms();
-    let start_ms = (now_ms - (batches + 10) * interval) / interval * interval;
+    let start_ms = BatchClock::aligned_after(now_ms - (batches + 10) * interval, interval).start_ms;
     let settings = JobSettings {
         batch_interval_ms: BATCH_INTERVAL_MS,
         duration_ms: Some(args.batches as u64 * BATCH_INTERVAL_MS),
@@ -331,12 +348,30 @@ async fn run_once(
     cluster: &LocalCluster,
     config: Config,
     bounds: OverheadBounds,
+    results_dir: &Path,
 ) -> Result<RunResult> {
     let partitions = cluster.workers() as u32;
-    let job = job(shape, args, partitions, config, bounds)?;
+    if results_dir.exists() {
+        std::fs::remove_dir_all(results_dir).with_context(|| format!("clearing {}", results_dir.display()))?;
+    }
+    let job = job(shape, args, partitions, config, bounds, results_dir)?;
     let summary = run_job(&cluster.driver_address, job, |_| {}, std::future::pending()).await?;
-    evaluate(args, partitions, keys(args), &summary)
-        .with_context(|| format!("{} run with {}", shape.name(), config.label()))
+    let mut result = evaluate(args, partitions, keys(args), &summary)
+        .with_context(|| format!("{} run with {}", shape.name(), config.label()))?;
+    if shape == Shape::Shuffle {
+        let clock = BatchClock::new(summary.start_ms, BATCH_INTERVAL_MS as i64);
+        let expected = expected_totals(&numbers_spec(args, partitions), &clock, args.batches as u64, SHUFFLE_WINDOW_MS);
+        let check = compare(&expected, &sink_totals(results_dir)?);
+        for example in &check.examples {
+            eprintln!("  mismatch ({}): {example}", config.label());
+        }
+        result.correct = Some(check.mismatches == 0);
+    }
+    Ok(result)
+}
+
+fn numbers_spec(args: &BenchSchedArgs, partitions: u32) -> NumbersSourceSpec {
+    NumbersSourceSpec { seed: args.seed, partitions, numbers_per_batch: args.numbers_per_task, keys: keys(args) }
 }
 
 fn evaluate(args: &BenchSchedArgs, partitions: u32, keys: u32, summary: &JobSummary) -> Result<RunResult> {
@@ -350,6 +385,7 @@ fn evaluate(args: &BenchSchedArgs, partitions: u32, keys: u32, summary: &JobSumm
     Ok(RunResult {
         batch_ms: span_ms / summary.batches_total.max(1) as f64,
         complete: summary.batches_total == args.batches as u64 && summary.events_in == records_expected,
+        correct: None,
         launch_messages: summary.launch_messages,
         group_sizes: summary.groups.iter().map(|group| group.size).collect(),
     })
@@ -367,6 +403,7 @@ fn point_json(workers: u32, config: &Config, runs: &[RunResult]) -> serde_json::
         "runs_batch_ms": batch_ms,
         "launch_messages": runs.first().map_or(0, |run| run.launch_messages),
         "complete": runs.iter().all(|run| run.complete),
+        "correct": runs.iter().map(|run| run.correct).try_fold(true, |all, correct| Some(all && correct?)),
     })
 }
 

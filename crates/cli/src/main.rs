@@ -1,14 +1,19 @@
 //! The `sleet` binary: run a local demo, a driver, a worker, submit jobs, run benchmarks.
 
+mod batch_figures;
 mod bench_sched;
 mod bench_ysb;
 mod client;
 mod cluster;
 mod demo;
+mod max_rate;
 mod plot;
+mod rate_search;
 mod scheduler_args;
+mod shuffle_check;
 mod ysb_check;
 mod ysb_job;
+mod ysb_report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -213,7 +218,7 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Bench { workload: BenchWorkload::Shuffle(args) } => {
             if !bench_sched::run(bench_sched::Shape::Shuffle, args).await? {
-                eprintln!("sleet: some batches did not run every task exactly once");
+                eprintln!("sleet: some batches did not run every task exactly once, or their totals are wrong");
                 return Ok(ExitCode::from(2));
             }
         }

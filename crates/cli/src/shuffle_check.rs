@@ -1,0 +1,109 @@
+//! Checks `bench shuffle`'s output: every (key, window) total in the sink against the sums
+//! computed from the numbers generator's function directly, batch by batch, without JSON or
+//! any of the engine's operators.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use sleet_connectors::numbers::expected_sums;
+use sleet_plan::NumbersSourceSpec;
+use sleet_wire::clock::BatchClock;
+
+#[derive(Debug, Default, PartialEq)]
+pub struct ShuffleCheck {
+    pub totals_expected: usize,
+    pub mismatches: usize,
+    /// A few mismatches, spelled out.
+    pub examples: Vec<String>,
+}
+
+/// The total per (key, window start) over `batches` batches of `clock`, every partition.
+pub fn expected_totals(
+    spec: &NumbersSourceSpec,
+    clock: &BatchClock,
+    batches: u64,
+    window_ms: i64,
+) -> BTreeMap<(String, i64), i64> {
+    let mut totals = BTreeMap::new();
+    for batch in 0..batches {
+        let (start_ms, end_ms) = clock.range_ms(batch);
+        // Every record of a batch carries the batch's start as its time.
+        let window = start_ms.div_euclid(window_ms) * window_ms;
+        for partition in 0..spec.partitions {
+            for (key, sum) in expected_sums(spec, partition, start_ms, end_ms) {
+                *totals.entry((key, window)).or_default() += sum;
+            }
+        }
+    }
+    totals
+}
+
+/// The final total per (key, window start) in the sink: the row of the highest batch.
+pub fn sink_totals(dir: &Path) -> Result<BTreeMap<(String, i64), i64>> {
+    let lines = sleet_connectors::files::read_json_lines(dir, "part-", "reading sink files")
+        .with_context(|| format!("reading the shuffle results in {}", dir.display()))?;
+    let mut last: BTreeMap<(String, i64), (i64, u64)> = BTreeMap::new();
+    for line in lines {
+        let field = |name: &str| {
+            line.value
+                .get(name)
+                .cloned()
+                .with_context(|| format!("{} line {}: no `{name}` in {}", line.path.display(), line.line, line.value))
+        };
+        let key = field("key")?.as_str().map(str::to_string).context("`key` is not a string")?;
+        let window = field("window_start")?.as_i64().context("`window_start` is not an integer")?;
+        let total = field("total")?.as_i64().context("`total` is not an integer")?;
+        let batch = field("batch")?.as_u64().context("`batch` is not a batch id")?;
+        let entry = last.entry((key, window)).or_insert((total, batch));
+        if batch >= entry.1 {
+            *entry = (total, batch);
+        }
+    }
+    Ok(last.into_iter().map(|(key, (total, _))| (key, total)).collect())
+}
+
+pub fn compare(expected: &BTreeMap<(String, i64), i64>, actual: &BTreeMap<(String, i64), i64>) -> ShuffleCheck {
+    let mut check = ShuffleCheck { totals_expected: expected.len(), ..ShuffleCheck::default() };
+    let mut note = |text: String| {
+        check.mismatches += 1;
+        if check.examples.len() < 10 {
+            check.examples.push(text);
+        }
+    };
+    for ((key, window), total) in expected {
+        match actual.get(&(key.clone(), *window)) {
+            Some(found) if found == total => {}
+            Some(found) => note(format!("key {key} window {window}: {found}, expected {total}")),
+            None => note(format!("key {key} window {window}: missing, expected {total}")),
+        }
+    }
+    for (key, window) in actual.keys().filter(|key| !expected.contains_key(*key)) {
+        note(format!("key {key} window {window}: present but no numbers were generated"));
+    }
+    check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn totals_add_up_every_partition_and_batch_of_a_window() {
+        let spec = NumbersSourceSpec { seed: 5, partitions: 2, numbers_per_batch: 10, keys: 1 };
+        let clock = BatchClock::new(1_000, 10);
+        let totals = expected_totals(&spec, &clock, 150, 1000);
+        // Batches start at 1000..2490: windows 1000 (100 batches) and 2000 (50 batches).
+        assert_eq!(totals.len(), 4, "two keys, one per partition, in two windows");
+        let by_hand: i64 =
+            (0..100).map(|batch| expected_sums(&spec, 1, 1000 + batch * 10, 1010 + batch * 10)["k001"]).sum();
+        assert_eq!(totals[&("k001".to_string(), 1000)], by_hand);
+
+        let mut actual = totals.clone();
+        assert_eq!(compare(&totals, &actual).mismatches, 0);
+        *actual.get_mut(&("k000".to_string(), 2000)).expect("a total") += 1;
+        actual.insert(("k009".to_string(), 1000), 3);
+        let check = compare(&totals, &actual);
+        assert_eq!(check.mismatches, 2, "{:?}", check.examples);
+    }
+}

@@ -1,0 +1,220 @@
+//! The result object of one `bench ysb` run (WORKLOADS.md's format): correctness against the
+//! ground truth, sustained throughput, stability, lag and window latency, where the CPU time
+//! went, and per-second series. Computed from the job summary and the sink's rows only.
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use sleet_clarity::{percentile, Distribution};
+use sleet_connectors::ysb::{event, event_range};
+use sleet_plan::YsbSourceSpec;
+use sleet_wire::clock::BatchClock;
+use sleet_wire::{BatchRecord, JobSummary};
+
+use crate::batch_figures::{judge, lag_figures, sustained};
+use crate::ysb_check::{check_counts, window_latencies_ms};
+
+/// What one run is judged on, besides the summary and the sink.
+pub struct RunPlan<'a> {
+    pub spec: &'a YsbSourceSpec,
+    pub config: serde_json::Value,
+    pub rate: u64,
+    pub batch_interval_ms: u64,
+    pub duration_ms: u64,
+    pub warmup_ms: u64,
+    /// Whether the run was cut short on purpose (a search's probe that fell behind): its
+    /// results are not checked, since batches past the cut never ran.
+    pub stopped_early: bool,
+}
+
+/// The figures a caller acts on, next to the full result object.
+pub struct RunReport {
+    pub json: serde_json::Value,
+    /// `Some(false)` on a mismatch; `None` when the results were not checked.
+    pub correct: Option<bool>,
+    pub stable: bool,
+    pub events_per_s: Option<f64>,
+}
+
+pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::Path) -> Result<RunReport> {
+    let clock = BatchClock::new(summary.start_ms, plan.batch_interval_ms as i64);
+    let batches_expected = clock.batches_in(plan.duration_ms);
+    let ran_fully = summary.batches_total >= batches_expected;
+    // Every batch below `batches_total` ran: batch ids complete in order within the log.
+    let end_ms = clock.range_ms(summary.batches_total).0;
+    let warm_ms = summary.start_ms + plan.warmup_ms as i64;
+
+    let (correct, mismatches, windows_expected, latencies, dead_letters_expected) = if plan.stopped_early {
+        (None, None, None, Vec::new(), None)
+    } else {
+        let rows = sleet_connectors::sink::read_ysb_sink(results_dir).context("reading the sink output")?;
+        let check = check_counts(plan.spec, summary.start_ms, end_ms, &rows);
+        for example in &check.examples {
+            eprintln!("  mismatch: {example}");
+        }
+        let dead_letters_expected = bad_events(plan.spec, summary.start_ms, end_ms);
+        let correct = check.mismatches == 0 && summary.dead_letters == dead_letters_expected && ran_fully;
+        let visible_at_ms: std::collections::BTreeMap<u64, i64> =
+            summary.batches.iter().map(|batch| (batch.batch, batch.results_visible_at_ms)).collect();
+        let latencies = window_latencies_ms(&rows, &visible_at_ms, warm_ms, end_ms);
+        (Some(correct), Some(check.mismatches), Some(check.windows_expected), latencies, Some(dead_letters_expected))
+    };
+
+    let measured: Vec<&BatchRecord> = summary.batches.iter().filter(|batch| batch.scheduled_end_ms > warm_ms).collect();
+    let throughput = sustained(&measured);
+    let lag = lag_figures(&measured);
+    let stability = judge(&lag, plan.batch_interval_ms, ran_fully);
+    let processing: Vec<f64> =
+        measured.iter().map(|batch| (batch.finished_at_ms - batch.launched_at_ms) as f64).collect();
+    let events_per_s = throughput.as_ref().map(|throughput| throughput.events_per_s);
+
+    let json = json!({
+        "benchmark": "ysb",
+        "engine": "sleet",
+        "version": env!("CARGO_PKG_VERSION"),
+        "config": plan.config,
+        "start_ms": summary.start_ms,
+        "end_ms": end_ms,
+        "duration_s": (end_ms - summary.start_ms) as f64 / 1000.0,
+        "warmup_s": plan.warmup_ms as f64 / 1000.0,
+        "events_in": summary.events_in,
+        "events_per_s": events_per_s,
+        "offered_events_per_s": plan.rate,
+        "throughput": {
+            "definition": "events of the batches scheduled after the warm-up, over the wall time from the first of them launching to the last finishing",
+            "measured": throughput,
+        },
+        "stable": stability.stable,
+        "stability": stability,
+        "lag_ms": lag,
+        "latency_ms": Distribution::of(&latencies),
+        "latency_definition": "per 10 s window ending after the warm-up: when its last campaign row became visible in the sink, minus the window's end",
+        "correct": correct,
+        "mismatches": mismatches,
+        "windows_expected": windows_expected,
+        "dead_letters": summary.dead_letters,
+        "dead_letters_expected": dead_letters_expected,
+        "stopped_early": plan.stopped_early,
+        "batches": summary.batches_total,
+        "batches_expected": batches_expected,
+        "batch_processing_ms": Distribution::of(&processing),
+        "cpu_breakdown": cpu_breakdown(summary),
+        "monotasks": summary.monotask_summary,
+        "launch_messages": summary.launch_messages,
+        "groups": group_summary(summary, warm_ms),
+        "series": per_second_series(summary),
+        "processed_per_wall_second": processed_per_wall_second(summary),
+    });
+    Ok(RunReport { json, correct, stable: stability.stable, events_per_s })
+}
+
+/// Each compute kind's share of the CPU time the monotasks spent computing.
+fn cpu_breakdown(summary: &JobSummary) -> serde_json::Map<String, serde_json::Value> {
+    const KINDS: [&str; 3] = ["source_read", "map_compute", "reduce_compute"];
+    let run_ms = |kind: &str| summary.monotask_summary.get(kind).map(|entry| entry.run_ms);
+    let total: f64 = KINDS.iter().filter_map(|kind| run_ms(kind)).sum();
+    KINDS.iter().filter_map(|kind| Some((kind.to_string(), json!(run_ms(kind)? / total.max(1e-9))))).collect()
+}
+
+fn bad_events(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> u64 {
+    (0..spec.partitions)
+        .map(|partition| {
+            event_range(spec, partition, start_ms, end_ms).filter(|k| event(spec, partition, *k).bad.is_some()).count()
+                as u64
+        })
+        .sum()
+}
+
+/// Group sizes and overheads after the warm-up (group scheduling only): where the size settled.
+fn group_summary(summary: &JobSummary, warm_ms: i64) -> serde_json::Value {
+    if summary.groups.is_empty() {
+        return serde_json::Value::Null;
+    }
+    let settled: Vec<_> = summary.groups.iter().filter(|group| group.sent_at_ms >= warm_ms).collect();
+    let sizes: Vec<f64> = settled.iter().map(|group| group.size as f64).collect();
+    let overheads: Vec<f64> = settled.iter().map(|group| group.overhead_average.unwrap_or(group.overhead)).collect();
+    json!({
+        "count": summary.groups.len(),
+        "after_warmup": settled.len(),
+        "size_p50": percentile(&sizes, 0.5),
+        "size_min": percentile(&sizes, 0.0),
+        "size_max": percentile(&sizes, 1.0),
+        "overhead_p50": percentile(&overheads, 0.5),
+        "overhead_p05": percentile(&overheads, 0.05),
+        "overhead_p95": percentile(&overheads, 0.95),
+        "size_last": summary.groups.last().map(|group| group.size),
+        "series": {
+            "first_batch": summary.groups.iter().map(|group| group.first_batch).collect::<Vec<_>>(),
+            "sent_at_s": summary.groups.iter().map(|group| (group.sent_at_ms - summary.start_ms) as f64 / 1000.0).collect::<Vec<_>>(),
+            "size": summary.groups.iter().map(|group| group.size).collect::<Vec<_>>(),
+            "overhead": summary.groups.iter().map(|group| group.overhead).collect::<Vec<_>>(),
+            "overhead_average": summary.groups.iter().map(|group| group.overhead_average).collect::<Vec<_>>(),
+            "schedule_us": summary.groups.iter().map(|group| group.schedule_us).collect::<Vec<_>>(),
+            "register_us": summary.groups.iter().map(|group| group.register_us).collect::<Vec<_>>(),
+            "status_us": summary.groups.iter().map(|group| group.status_us).collect::<Vec<_>>(),
+            "coordination_wait_us": summary.groups.iter().map(|group| group.coordination_wait_us).collect::<Vec<_>>(),
+            "execute_us": summary.groups.iter().map(|group| group.execute_us).collect::<Vec<_>>(),
+        },
+    })
+}
+
+/// Per second of scheduled time: input events, the worst lag, the median processing time and,
+/// under group scheduling, the size of the groups those batches ran in and their overhead.
+fn per_second_series(summary: &JobSummary) -> serde_json::Value {
+    #[derive(Default)]
+    struct Second {
+        events: u64,
+        lag_ms_max: i64,
+        processing_ms: Vec<f64>,
+        groups: std::collections::BTreeSet<u64>,
+    }
+    let mut seconds: std::collections::BTreeMap<i64, Second> = std::collections::BTreeMap::new();
+    for batch in &summary.batches {
+        let second = (batch.scheduled_end_ms - summary.start_ms - 1).max(0) / 1000;
+        let entry = seconds.entry(second).or_default();
+        entry.events += batch.events_in;
+        entry.lag_ms_max = entry.lag_ms_max.max(batch.finished_at_ms - batch.scheduled_end_ms);
+        entry.processing_ms.push((batch.finished_at_ms - batch.launched_at_ms) as f64);
+        entry.groups.extend(batch.group);
+    }
+    let groups: std::collections::HashMap<u64, &sleet_wire::GroupRecord> =
+        summary.groups.iter().map(|group| (group.group, group)).collect();
+    let group_figure = |entry: &Second, figure: &dyn Fn(&sleet_wire::GroupRecord) -> f64| {
+        let values: Vec<f64> = entry.groups.iter().filter_map(|id| groups.get(id)).map(|group| figure(group)).collect();
+        percentile(&values, 0.5)
+    };
+    let second: Vec<i64> = seconds.keys().copied().collect();
+    let events: Vec<u64> = seconds.values().map(|entry| entry.events).collect();
+    let lag: Vec<i64> = seconds.values().map(|entry| entry.lag_ms_max).collect();
+    let processing: Vec<f64> =
+        seconds.values().map(|entry| percentile(&entry.processing_ms, 0.5).unwrap_or(0.0)).collect();
+    let mut series = json!({
+        "second": second,
+        "events_in": events,
+        "lag_ms_max": lag,
+        "batch_processing_ms_p50": processing,
+    });
+    if !groups.is_empty() {
+        let sizes: Vec<Option<f64>> =
+            seconds.values().map(|entry| group_figure(entry, &|group| group.size as f64)).collect();
+        let overheads: Vec<Option<f64>> = seconds
+            .values()
+            .map(|entry| group_figure(entry, &|group| group.overhead_average.unwrap_or(group.overhead)))
+            .collect();
+        series["group_size"] = json!(sizes);
+        series["overhead"] = json!(overheads);
+    }
+    series
+}
+
+/// Events of the batches that finished in each second of wall time since batch 0 was
+/// scheduled to start: what the status line prints each second.
+fn processed_per_wall_second(summary: &JobSummary) -> serde_json::Value {
+    let mut seconds: std::collections::BTreeMap<i64, u64> = std::collections::BTreeMap::new();
+    for batch in &summary.batches {
+        *seconds.entry((batch.finished_at_ms - summary.start_ms).max(0) / 1000).or_default() += batch.events_in;
+    }
+    json!({
+        "second": seconds.keys().collect::<Vec<_>>(),
+        "events": seconds.values().collect::<Vec<_>>(),
+    })
+}
