@@ -30,7 +30,8 @@ pub struct SearchArgs {
     /// this share of each other.
     #[arg(long, default_value_t = 0.05)]
     pub tolerance: f64,
-    /// Probes per search at most, confirmations included.
+    /// Search probes per search at most; each search ends with a confirming run of its best
+    /// rate, and one more if that fails while probes are left.
     #[arg(long, default_value_t = 14)]
     pub max_probes: u32,
 }
@@ -103,29 +104,27 @@ async fn one_search(args: &BenchYsbArgs, dir: &Path) -> Result<Found> {
     let mut search = RateSearch::new(settings.tolerance);
     let mut probes = Vec::new();
     let mut rate = Some(round_rate(args.rate));
+    let mut searched = 0;
     let mut confirmed = None;
-    while let Some(next) = rate.filter(|_| probes.len() < settings.max_probes as usize) {
-        let probe = Probe {
-            rate: next,
-            duration_s: settings.probe_duration,
-            warmup_s: settings.probe_warmup,
-            give_up_lag_ms: Some(Probe::give_up_lag_ms(args.batch_interval)),
-            label: format!("probe {}", probes.len() + 1),
-        };
-        let result = probe_once(args, &probe, dir).await?;
-        search.record(result.probe);
-        probes.push(result.json);
-        rate = search.next();
-        if rate.is_some() {
-            continue;
+    loop {
+        while let Some(next) = rate.filter(|_| searched < settings.max_probes) {
+            searched += 1;
+            let probe = Probe {
+                rate: next,
+                duration_s: settings.probe_duration,
+                warmup_s: settings.probe_warmup,
+                give_up_lag_ms: Some(Probe::give_up_lag_ms(args.batch_interval)),
+                label: format!("probe {searched}"),
+            };
+            let result = probe_once(args, &probe, dir).await?;
+            search.record(result.probe);
+            probes.push(result.json);
+            rate = search.next();
         }
-        // The bracket is narrow: confirm its top with a full-length run.
+        // The bracket is narrow, or the probes are spent: confirm the best rate at full length.
         let Some(candidate) = search.highest_kept() else { break };
-        if probes.len() >= settings.max_probes as usize {
-            break;
-        }
-        let confirm = Probe { label: "confirmation".into(), ..Probe::full(args) };
-        let result = probe_once(args, &Probe { rate: candidate, ..confirm }, dir).await?;
+        let confirmation = Probe { rate: candidate, label: "confirmation".into(), ..Probe::full(args) };
+        let result = probe_once(args, &confirmation, dir).await?;
         let kept_up = result.probe.kept_up;
         search.record(result.probe);
         probes.push(result.json);
@@ -134,6 +133,9 @@ async fn one_search(args: &BenchYsbArgs, dir: &Path) -> Result<Found> {
             break;
         }
         rate = search.next();
+        if searched >= settings.max_probes {
+            break;
+        }
     }
     Ok(Found { sustainable: confirmed, json: json!({ "sustainable_events_per_s": confirmed, "probes": probes }) })
 }

@@ -103,3 +103,71 @@ fn ysb_bad_records_become_dead_letters_and_good_counts_stay_exact() {
     }
     assert_eq!(run.result["dead_letters"].as_u64(), Some(bad_generated as u64));
 }
+
+#[test]
+fn ysb_is_exact_on_workers_of_two_cores() {
+    let (run, dir) = run_ysb("ysb_two_cores", &["--cores-per-worker", "2"], 0.0);
+    assert_exact(&run, &dir);
+    assert_eq!(run.result["config"]["cores_per_worker"], 2);
+    assert_eq!(run.result["config"]["partitions"], 4, "one partition per core by default");
+}
+
+#[test]
+fn ysb_is_exact_with_more_partitions_than_cores() {
+    let (run, dir) = run_ysb("ysb_more_partitions", &["--partitions", "5", "--scheduler", "bsp"], 0.0);
+    assert_exact(&run, &dir);
+    assert_eq!(run.result["config"]["partitions"], 5);
+    let files = std::fs::read_dir(dir.join("results")).expect("the sink directory").count();
+    assert_eq!(files, 5, "one sink file per reduce partition");
+    assert_figures_state_their_sample_counts(&run.result);
+}
+
+fn assert_figures_state_their_sample_counts(result: &serde_json::Value) {
+    assert_eq!(result["offered_events_per_s"].as_u64(), Some(RATE));
+    let measured_batches = result["throughput"]["measured"]["batches"].as_u64().expect("measured batches");
+    assert_eq!(measured_batches, 250, "the 250 batches after the 5 s warm-up");
+    assert_eq!(result["throughput"]["measured"]["events"].as_u64().map(|events| events > 0), Some(true));
+    assert_eq!(result["lag_ms"]["samples"].as_u64(), Some(measured_batches));
+    assert!(result["lag_ms"]["slope_ms_per_s"].is_number(), "{}", result["lag_ms"]);
+    // Windows ending in [5 s, 30 s] after the start: 10 s, 20 s and 30 s — too few for a tail.
+    let windows = result["latency_ms"]["samples"].as_u64().expect("latency samples");
+    assert!((2..=3).contains(&windows), "{}", result["latency_ms"]);
+    assert!(result["latency_ms"]["p99"].is_null(), "no p99 from {windows} samples");
+    assert!(result["latency_ms"]["note"].as_str().is_some_and(|note| note.contains("too few")));
+}
+
+#[test]
+fn find_max_rate_answers_with_a_confirmed_probe() {
+    let dir = test_dir("ysb_find_max_rate");
+    let json = dir.join("result.json");
+    let mut command = sleet();
+    command.args(["bench", "ysb", "--find-max-rate", "--workers", "1", "--batch-interval", "100"]);
+    command.args(["--rate", "50000", "--probe-duration", "4", "--probe-warmup", "1", "--duration", "6"]);
+    command.args(["--warmup", "2", "--max-probes", "2", "--tolerance", "0.4"]);
+    command.arg("--json").arg(&json);
+    let output = run_with_limit(command, Duration::from_secs(240));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
+        .unwrap_or_else(|_| panic!("no result JSON; exit {:?}\nstderr:\n{stderr}", output.status));
+    let probes = result["searches"][0]["probes"].as_array().expect("the probes of the search");
+    let searched = probes.iter().filter(|probe| probe["kind"] != "confirmation").count();
+    assert!((1..=2).contains(&searched), "at most --max-probes probes: {searched}");
+    let rates: Vec<u64> = probes.iter().map(|probe| probe["rate"].as_u64().expect("a probe's rate")).collect();
+    assert_eq!(rates[0], 50_000, "the search starts at --rate");
+    match result["sustainable_events_per_s"].as_f64() {
+        Some(rate) => {
+            assert!(output.status.success(), "found a rate but exited {:?}", output.status);
+            let last = probes.last().expect("a probe");
+            assert_eq!(last["kind"], "confirmation", "the answer is confirmed by the last run");
+            assert_eq!(last["kept_up"], true);
+            assert_eq!(last["rate"].as_f64(), Some(rate));
+            assert_eq!(last["duration_s"], 6, "a confirmation runs the full --duration");
+        }
+        None => assert_eq!(output.status.code(), Some(1), "no rate found is an error, not a mismatch"),
+    }
+    for probe in probes {
+        let kept_up = probe["kept_up"].as_bool().expect("kept_up");
+        assert_eq!(kept_up, probe["stable"] == true && probe["correct"] == true, "{probe}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
