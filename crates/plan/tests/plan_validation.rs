@@ -109,3 +109,64 @@ fn a_numbers_source_reads_as_kind_numbers_in_a_job_file() {
     assert_eq!(spec, SourceSpec::Numbers(numbers_spec()));
     assert_eq!(spec.partitions(), 4);
 }
+
+#[test]
+fn a_decode_schema_names_each_field_once() {
+    let plan = PlanBuilder::source(
+        "t",
+        SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0 }),
+    )
+    .decode_json(Schema::new(vec![Field::new("a", DataType::Utf8), Field::new("a", DataType::Int64)]));
+    check(plan.sink(SinkSpec::Discard), &["node 1 (decode_json)", "schema", "`a` appears twice"]);
+}
+
+#[test]
+fn a_projection_names_each_output_column_once() {
+    let plan = source().project_named([(col("name"), "x"), (col("time"), "x")]);
+    check(plan.sink(SinkSpec::Discard), &["node 2 (project)", "columns", "`x` appears twice"]);
+}
+
+#[test]
+fn a_lookup_needs_matching_key_types_and_new_columns() {
+    let table = || TableSpec::YsbCampaigns { seed: 1 };
+    let mistyped = source().lookup("time", table(), "ad_id", ["campaign_id"]);
+    check(mistyped.sink(SinkSpec::Discard), &["node 2 (lookup)", "time", "utf8"]);
+    let clash = source().project_named([(col("name"), "ad_id"), (col("time"), "campaign_id")]).lookup(
+        "ad_id",
+        table(),
+        "ad_id",
+        ["campaign_id"],
+    );
+    check(clash.sink(SinkSpec::Discard), &["node 3 (lookup)", "`campaign_id` is already a column"]);
+}
+
+#[test]
+fn an_exchange_needs_keys_partitions_and_no_second_exchange() {
+    check(source().exchange([], 2).sink(SinkSpec::Discard), &["node 2 (exchange)", "keys"]);
+    check(source().exchange(["name"], 0).sink(SinkSpec::Discard), &["node 2 (exchange)", "partitions"]);
+    check(source().exchange(["name"], 2).exchange(["name"], 2).sink(SinkSpec::Discard), &["node 3", "one exchange"]);
+}
+
+#[test]
+fn a_window_needs_a_positive_size_and_an_aggregate() {
+    let sized = source().exchange(["name"], 2).window_aggregate(
+        WindowSpec { size_ms: 0, ..window() },
+        ["name"],
+        [Aggregate::count("n")],
+    );
+    check(sized.sink(SinkSpec::Discard), &["node 3 (window_aggregate)", "window.size_ms"]);
+    let empty: [Aggregate; 0] = [];
+    let none = source().exchange(["name"], 2).window_aggregate(window(), ["name"], empty);
+    check(none.sink(SinkSpec::Discard), &["node 3 (window_aggregate)", "aggregates"]);
+    let twice = source().exchange(["name"], 2).window_aggregate(
+        window(),
+        ["name"],
+        [Aggregate::count("n"), Aggregate::count("n")],
+    );
+    check(twice.sink(SinkSpec::Discard), &["node 3 (window_aggregate)", "`n` appears twice"]);
+}
+
+#[test]
+fn a_sink_stands_last_only() {
+    check(source().sink(SinkSpec::Discard).filter(col("name").eq(lit("x"))), &["node 2 (sink)", "last"]);
+}
