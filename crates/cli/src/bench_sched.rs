@@ -124,12 +124,7 @@ impl Config {
     }
 
     fn group_size_json(&self) -> serde_json::Value {
-        SchedulerArgs {
-            scheduler: self.scheduler,
-            group_size: self.group_size,
-            overhead_bounds: OverheadBounds::default(),
-        }
-        .group_size_json()
+        SchedulerArgs::new(self.scheduler, self.group_size).group_size_json()
     }
 }
 
@@ -146,6 +141,7 @@ struct RunResult {
 }
 
 pub async fn run(shape: Shape, args: BenchSchedArgs) -> Result<bool> {
+    args.scheduling.check()?;
     anyhow::ensure!(args.batches >= 1, "--batches must be at least 1");
     anyhow::ensure!(args.runs >= 1, "--runs must be at least 1");
     anyhow::ensure!(args.numbers_per_task >= 1, "--numbers-per-task must be at least 1");
@@ -167,7 +163,7 @@ pub async fn run(shape: Shape, args: BenchSchedArgs) -> Result<bool> {
 
 async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) -> Result<serde_json::Value> {
     anyhow::ensure!(args.workers >= 1, "--workers must be at least 1");
-    let config = Config { scheduler: args.scheduling.scheduler, group_size: args.scheduling.group_size };
+    let config = Config { scheduler: args.scheduling.scheduler, group_size: args.scheduling.group_size() };
     eprintln!("bench {}: {} workers, {}, {} batches", shape.name(), args.workers, config.label(), args.batches);
     let cluster = LocalCluster::start(args.workers, 1, &run_dir.join(format!("logs-{}", args.workers)))?;
     let results_dir = run_dir.join("results");
@@ -175,7 +171,7 @@ async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) 
         warm_up(shape, args, &cluster, &[config], &results_dir).await?;
         let mut runs = Vec::new();
         for _ in 0..args.runs {
-            runs.push(run_once(shape, args, &cluster, config, args.scheduling.overhead_bounds, &results_dir).await?);
+            runs.push(run_once(shape, args, &cluster, config, args.scheduling.overhead_bounds(), &results_dir).await?);
         }
         Ok::<_, anyhow::Error>(runs)
     }
@@ -296,7 +292,7 @@ async fn warm_up(
 ) -> Result<()> {
     let short = BenchSchedArgs { batches: 20, ..args.clone() };
     for config in configs {
-        run_once(shape, &short, cluster, *config, args.scheduling.overhead_bounds, results_dir).await?;
+        run_once(shape, &short, cluster, *config, args.scheduling.overhead_bounds(), results_dir).await?;
     }
     Ok(())
 }
@@ -355,7 +351,9 @@ async fn run_once(
         std::fs::remove_dir_all(results_dir).with_context(|| format!("clearing {}", results_dir.display()))?;
     }
     let job = job(shape, args, partitions, config, bounds, results_dir)?;
-    let summary = run_job(&cluster.driver_address, job, |_| {}, std::future::pending()).await?;
+    let summary = run_job(&cluster.driver_address, job, |_| {}, crate::interrupt::wait()).await;
+    crate::interrupt::check()?;
+    let summary = summary?;
     let mut result = evaluate(args, partitions, keys(args), &summary)
         .with_context(|| format!("{} run with {}", shape.name(), config.label()))?;
     if shape == Shape::Shuffle {

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -14,27 +15,30 @@ use sleet_wire::JobProgress;
 use crate::batch_figures::lag_bound_ms;
 use crate::client::run_job;
 use crate::cluster::LocalCluster;
-use crate::ysb_job::{ysb_job, ysb_source_spec, YsbOptions};
+use crate::duration_arg::show;
+use crate::interrupt::Interrupted;
+use crate::run_dir::RunDir;
+use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags, YsbOptions};
 use crate::ysb_report::{evaluate, RunPlan, RunReport};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchYsbArgs {
-    /// Input events per second, over all source partitions (with --find-max-rate: the first
-    /// rate probed).
-    #[arg(long, default_value_t = 500_000)]
-    pub rate: u64,
-    /// Seconds of batches to run (with --find-max-rate: of the confirming run).
-    #[arg(long, default_value_t = 60)]
-    pub duration: u64,
-    /// Seconds at the start left out of throughput, lag, latency and stability figures.
-    #[arg(long, default_value_t = 10)]
-    pub warmup: u64,
+    /// Rate, batch interval, seed and scheduler (with --find-max-rate, --rate is the first rate
+    /// probed).
+    #[command(flatten)]
+    pub ysb: YsbFlags,
+    /// Length of the run, in batches' time (with --find-max-rate: of the confirming run); a
+    /// bare number is in seconds.
+    #[arg(long, value_parser = crate::duration_arg::seconds, default_value = "60s")]
+    pub duration: Duration,
+    /// Time at the start left out of throughput, lag, latency and stability figures; a bare
+    /// number is in seconds.
+    #[arg(long, value_parser = crate::duration_arg::seconds, default_value = "10s")]
+    pub warmup: Duration,
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
     #[arg(long, default_value_t = 1)]
     pub cores_per_worker: u32,
-    #[arg(long, default_value_t = 100)]
-    pub batch_interval: u64,
     /// Source and reduce partitions; default one per worker core.
     #[arg(long)]
     pub partitions: Option<u32>,
@@ -44,20 +48,22 @@ pub struct BenchYsbArgs {
     /// Share of generated records that are malformed, mistyped or oversized.
     #[arg(long, default_value_t = 0.0)]
     pub bad_fraction: f64,
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
     /// Write the result object here.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// Keep the run's sink files, dead letters and logs here (default: a temporary directory).
+    /// Keep the run's sink files, dead letters and logs here (default: a temporary directory,
+    /// removed after a successful run and kept after a failed one). A directory that holds
+    /// files sleet did not write is refused unless --force.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into an --out directory that holds other files (its results/, dead-letters/ and
+    /// logs/ are replaced).
+    #[arg(long)]
+    pub force: bool,
     /// Start of batch 0 in ms since the epoch (default: a moment after submission). A start
     /// in the past first replays the backlog as fast as the cluster can.
     #[arg(long)]
     pub start_ms: Option<i64>,
-    #[command(flatten)]
-    pub scheduling: crate::scheduler_args::SchedulerArgs,
     #[command(flatten)]
     pub search: crate::max_rate::SearchArgs,
 }
@@ -75,24 +81,33 @@ pub fn group_status(progress: &JobProgress) -> String {
 pub async fn run(args: BenchYsbArgs) -> Result<bool> {
     anyhow::ensure!((0.0..1.0).contains(&args.bad_fraction), "--bad-fraction must be in [0, 1)");
     anyhow::ensure!(args.workers > 0 && args.cores_per_worker > 0, "--workers and --cores-per-worker must be positive");
-    anyhow::ensure!(args.rate > 0, "--rate must be positive");
+    anyhow::ensure!(args.ysb.rate > 0, "--rate must be positive");
     anyhow::ensure!(
         args.warmup < args.duration,
-        "--warmup ({} s) must be shorter than --duration ({} s): nothing would be measured",
-        args.warmup,
-        args.duration
+        "--warmup ({}) must be shorter than --duration ({}): nothing would be measured",
+        show(args.warmup),
+        show(args.duration)
     );
-    let keep = args.out.is_some();
-    let run_dir = args
-        .out
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("sleet-bench-ysb-{}", std::process::id())));
+    args.ysb.scheduling.check()?;
+    let run_dir = RunDir::prepare(args.out.as_deref(), args.force, "bench-ysb")?;
+    let outcome = run_and_report(&args, &run_dir.path).await;
+    let interrupted = outcome.as_ref().is_err_and(|error| error.is::<Interrupted>());
+    run_dir.finish(interrupted || matches!(outcome, Ok(Verdict::Passed)));
+    match outcome? {
+        Verdict::NoRateFound => {
+            anyhow::bail!("no probed rate was both stable and correct; the probes are in the result object")
+        }
+        verdict => Ok(verdict == Verdict::Passed),
+    }
+}
+
+async fn run_and_report(args: &BenchYsbArgs, run_dir: &Path) -> Result<Verdict> {
     let (report, verdict) = if args.search.find_max_rate {
-        let (report, all_found) = crate::max_rate::run(&args, &run_dir).await?;
+        let (report, all_found) = crate::max_rate::run(args, run_dir).await?;
         (report, if all_found { Verdict::Passed } else { Verdict::NoRateFound })
     } else {
-        let outcome = run_once(&args, &Probe::full(&args), &run_dir).await?;
-        print_run(&args, &outcome.report);
+        let outcome = run_once(args, &Probe::full(args), run_dir).await?;
+        print_run(args, &outcome.report);
         let verdict = if outcome.report.correct == Some(true) { Verdict::Passed } else { Verdict::Mismatch };
         (outcome.report.json, verdict)
     };
@@ -103,14 +118,7 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
         std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    if !keep {
-        let _ = std::fs::remove_dir_all(&run_dir);
-    }
-    anyhow::ensure!(
-        verdict != Verdict::NoRateFound,
-        "no probed rate was both stable and correct; the probes are in the result object"
-    );
-    Ok(verdict == Verdict::Passed)
+    Ok(verdict)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,8 +137,8 @@ fn print_run(args: &BenchYsbArgs, report: &RunReport) {
     println!(
         "ysb: {} events/s sustained (offered {}), {} ms batches, stable {}, correct {} ({} mismatches)",
         report.events_per_s.map_or("-".into(), |rate| format!("{rate:.0}")),
-        args.rate,
-        args.batch_interval,
+        args.ysb.rate,
+        args.ysb.batch_interval_ms(),
         report.stable,
         report.correct.map_or("not checked".into(), |correct| correct.to_string()),
         json["mismatches"]
@@ -179,8 +187,8 @@ impl FigureView {
 #[derive(Debug, Clone)]
 pub struct Probe {
     pub rate: u64,
-    pub duration_s: u64,
-    pub warmup_s: u64,
+    pub duration: Duration,
+    pub warmup: Duration,
     /// Stop the run once its lag passes this: it cannot be stable any more.
     pub give_up_lag_ms: Option<i64>,
     pub label: String,
@@ -189,9 +197,9 @@ pub struct Probe {
 impl Probe {
     pub fn full(args: &BenchYsbArgs) -> Probe {
         Probe {
-            rate: args.rate,
-            duration_s: args.duration,
-            warmup_s: args.warmup,
+            rate: args.ysb.rate,
+            duration: args.duration,
+            warmup: args.warmup,
             give_up_lag_ms: None,
             label: "run".into(),
         }
@@ -219,32 +227,27 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         }
     }
     let partitions = args.partitions.unwrap_or(args.workers * args.cores_per_worker);
+    let sink = SinkSpec::JsonLines { dir: results_dir.display().to_string() };
     let options = YsbOptions {
-        seed: args.seed,
         rate_per_s: probe.rate,
-        source_partitions: partitions,
-        reduce_partitions: partitions,
         bad_fraction: args.bad_fraction,
-        batch_interval_ms: args.batch_interval,
-        duration_ms: Some(probe.duration_s * 1000),
         combine: !args.no_combine,
-        sink: SinkSpec::JsonLines { dir: results_dir.display().to_string() },
         dead_letter_dir: Some(dead_letter_dir.display().to_string()),
-        scheduling: args.scheduling.clone(),
         start_ms: args.start_ms,
+        ..args.ysb.options(partitions, Some(probe.duration), sink)
     };
     let job = ysb_job(&options)?;
     let spec = ysb_source_spec(&options);
 
     eprintln!(
-        "bench ysb {}: {} events/s, {} workers × {} cores, {} ms batches, {} s, {}{}",
+        "bench ysb {}: {} events/s, {} workers × {} cores, {} ms batches, {}, {}{}",
         probe.label,
         probe.rate,
         args.workers,
         args.cores_per_worker,
-        args.batch_interval,
-        probe.duration_s,
-        args.scheduling.describe(),
+        args.ysb.batch_interval_ms(),
+        show(probe.duration),
+        args.ysb.scheduling.describe(),
         if args.no_combine { ", no combine" } else { "" }
     );
     let cluster = LocalCluster::start(args.workers, args.cores_per_worker, &run_dir.join("logs"))?;
@@ -281,7 +284,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             let give_up = give_up.clone();
             async move {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
+                    _ = crate::interrupt::wait() => {}
                     _ = give_up.notified() => {}
                 }
             }
@@ -289,6 +292,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     )
     .await;
     cluster.shutdown().await;
+    crate::interrupt::check()?;
     let summary = summary?;
 
     let plan = RunPlan {
@@ -296,20 +300,20 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         config: json!({
             "workers": args.workers,
             "cores_per_worker": args.cores_per_worker,
-            "batch_interval_ms": args.batch_interval,
-            "scheduler": args.scheduling.scheduler.to_string(),
-            "group_size": args.scheduling.group_size_json(),
-            "overhead_bounds": [args.scheduling.overhead_bounds.low, args.scheduling.overhead_bounds.high],
+            "batch_interval_ms": args.ysb.batch_interval_ms(),
+            "scheduler": args.ysb.scheduling.scheduler.to_string(),
+            "group_size": args.ysb.scheduling.group_size_json(),
+            "overhead_bounds": args.ysb.scheduling.overhead_bounds_json(),
             "rate": probe.rate,
             "partitions": partitions,
             "combine": !args.no_combine,
             "bad_fraction": args.bad_fraction,
-            "seed": args.seed,
+            "seed": args.ysb.seed,
         }),
         rate: probe.rate,
-        batch_interval_ms: args.batch_interval,
-        duration_ms: probe.duration_s * 1000,
-        warmup_ms: probe.warmup_s * 1000,
+        batch_interval_ms: args.ysb.batch_interval_ms(),
+        duration_ms: probe.duration.as_millis() as u64,
+        warmup_ms: probe.warmup.as_millis() as u64,
         stopped_early: gave_up.load(Ordering::SeqCst),
     };
     let report = evaluate(&plan, &summary, &results_dir)?;

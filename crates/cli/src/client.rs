@@ -6,8 +6,12 @@ use anyhow::{bail, Context, Result};
 use sleet_plan::JobFile;
 use sleet_wire::{ClientRequest, Connection, DriverToClient, JobProgress, JobSummary, Role};
 
+use crate::interrupt::Interrupted;
+
 /// Submits `job` and waits for its end. `stop` resolving (e.g. on Ctrl-C) asks the driver to
-/// stop the job; the summary of what ran still arrives.
+/// stop the job, and the summary of what ran still arrives; before the driver has accepted the
+/// job (it may be waiting for workers) there is nothing to summarize, so the connection is
+/// dropped, which withdraws the job, and the result is `Interrupted`.
 pub async fn run_job(
     driver_address: &str,
     job: JobFile,
@@ -26,9 +30,8 @@ pub async fn run_job(
             frame = connection.recv() => frame.context("reading from the driver")?,
             _ = &mut stop, if !stop_sent => {
                 stop_sent = true;
-                if let Some(job) = job_id {
-                    connection.send(&ClientRequest::Stop { job }).await.context("asking the driver to stop")?;
-                }
+                let Some(job) = job_id else { return Err(Interrupted.into()) };
+                connection.send(&ClientRequest::Stop { job }).await.context("asking the driver to stop")?;
                 continue;
             }
         };

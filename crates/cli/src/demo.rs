@@ -7,61 +7,52 @@ use sleet_plan::SinkSpec;
 
 use crate::client::run_job;
 use crate::cluster::LocalCluster;
-use crate::ysb_job::{ysb_job, YsbOptions};
+use crate::run_dir::RunDir;
+use crate::ysb_job::{ysb_job, YsbFlags, YsbOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemoArgs {
-    /// Input events per second.
-    #[arg(long, default_value_t = 100_000)]
-    pub rate: u64,
+    #[command(flatten)]
+    pub ysb: YsbFlags,
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
-    #[arg(long, default_value_t = 100)]
-    pub batch_interval: u64,
-    /// Stop after this many seconds (default: run until Ctrl-C).
-    #[arg(long)]
-    pub duration: Option<u64>,
+    /// Stop after this long (default: run until Ctrl-C); a bare number is in seconds.
+    #[arg(long, value_parser = crate::duration_arg::seconds)]
+    pub duration: Option<std::time::Duration>,
     /// Share of generated records that are malformed, to watch the dead-letter path.
     #[arg(long, default_value_t = 0.001)]
     pub bad_fraction: f64,
-    /// Where results, dead letters and process logs go.
+    /// Where results, dead letters and process logs go. A directory that holds files sleet
+    /// did not write is refused unless --force.
     #[arg(long, default_value = "out/demo")]
     pub out: PathBuf,
-    #[command(flatten)]
-    pub scheduling: crate::scheduler_args::SchedulerArgs,
+    /// Write into an --out directory that holds other files (its results/, dead-letters/ and
+    /// logs/ are replaced).
+    #[arg(long)]
+    pub force: bool,
 }
 
 pub async fn run(args: DemoArgs) -> Result<()> {
-    let results = args.out.join("results");
-    let dead_letters = args.out.join("dead-letters");
-    for dir in [&results, &dead_letters] {
-        if dir.exists() {
-            std::fs::remove_dir_all(dir)?;
-        }
-    }
+    anyhow::ensure!(args.workers > 0, "--workers must be positive");
+    anyhow::ensure!((0.0..1.0).contains(&args.bad_fraction), "--bad-fraction must be in [0, 1)");
+    let run_dir = RunDir::prepare(Some(&args.out), args.force, "demo")?;
+    let results = run_dir.fresh("results")?;
+    let dead_letters = run_dir.fresh("dead-letters")?;
+    let sink = SinkSpec::JsonLines { dir: results.display().to_string() };
     let job = ysb_job(&YsbOptions {
-        seed: 1,
-        rate_per_s: args.rate,
-        source_partitions: args.workers,
-        reduce_partitions: args.workers,
         bad_fraction: args.bad_fraction,
-        batch_interval_ms: args.batch_interval,
-        duration_ms: args.duration.map(|seconds| seconds * 1000),
-        combine: true,
-        sink: SinkSpec::JsonLines { dir: results.display().to_string() },
         dead_letter_dir: Some(dead_letters.display().to_string()),
-        scheduling: args.scheduling.clone(),
-        start_ms: None,
+        ..args.ysb.options(args.workers, args.duration, sink)
     })?;
-    let cluster = LocalCluster::start(args.workers, 1, &args.out.join("logs"))?;
+    let cluster = LocalCluster::start(args.workers, 1, &run_dir.path.join("logs"))?;
     println!(
         "sleet demo: driver on {}, {} workers (pids {:?}), ysb at {} events/s in {} ms batches, {}",
         cluster.driver_address,
         args.workers,
         cluster.worker_pids(),
-        args.rate,
-        args.batch_interval,
-        args.scheduling.describe()
+        args.ysb.rate,
+        args.ysb.batch_interval_ms(),
+        args.ysb.scheduling.describe()
     );
     println!(
         "results in {}, dead letters in {}, logs in {}",
@@ -87,7 +78,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
             );
         },
         async {
-            let _ = tokio::signal::ctrl_c().await;
+            crate::interrupt::wait().await;
             println!("stopping…");
         },
     )

@@ -6,9 +6,12 @@ mod bench_ysb;
 mod client;
 mod cluster;
 mod demo;
+mod duration_arg;
+mod interrupt;
 mod max_rate;
 mod plot;
 mod rate_search;
+mod run_dir;
 mod scheduler_args;
 mod shuffle_check;
 mod ysb_check;
@@ -17,6 +20,7 @@ mod ysb_report;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 
@@ -42,12 +46,17 @@ enum Command {
     Driver {
         #[arg(long, default_value = "127.0.0.1:7077")]
         listen: String,
-        /// A submitted job waits until this many workers have registered (at most 30 s).
+        /// A submitted job starts only once this many workers have registered.
         #[arg(long, default_value_t = 1)]
         expect_workers: u32,
-        /// A stage of one batch taking longer than this fails the job.
-        #[arg(long, default_value_t = 60)]
-        stage_timeout: u64,
+        /// How long a submitted job waits for --expect-workers before it fails, naming the
+        /// workers that did register; a bare number is in seconds.
+        #[arg(long, value_parser = duration_arg::seconds, default_value = "30s")]
+        worker_wait: Duration,
+        /// A stage of one batch taking longer than this fails the job; a bare number is in
+        /// seconds.
+        #[arg(long, value_parser = duration_arg::seconds, default_value = "60s")]
+        stage_timeout: Duration,
     },
     /// Run a worker that registers with the driver at HOST:PORT.
     Worker {
@@ -59,6 +68,11 @@ enum Command {
         /// Address of this worker's shuffle service; port 0 picks a free port.
         #[arg(long, default_value = "127.0.0.1:0")]
         listen: String,
+        /// HOST:PORT the driver and the other workers reach this worker's shuffle service at
+        /// [default: the --listen address once bound; required when --listen is a wildcard
+        /// such as 0.0.0.0].
+        #[arg(long)]
+        advertise: Option<String>,
         #[arg(long)]
         name: Option<String>,
     },
@@ -84,20 +98,17 @@ enum Command {
 enum JobWorkload {
     /// The Yahoo Streaming Benchmark query.
     Ysb {
-        #[arg(long, default_value_t = 100_000)]
-        rate: u64,
+        #[command(flatten)]
+        ysb: ysb_job::YsbFlags,
         #[arg(long, default_value_t = 2)]
         partitions: u32,
-        #[arg(long, default_value_t = 100)]
-        batch_interval: u64,
-        /// Seconds to run; default until stopped.
-        #[arg(long)]
-        duration: Option<u64>,
-        /// Directory for the JSON-lines results; default stdout.
-        #[arg(long)]
-        sink_dir: Option<String>,
-        #[command(flatten)]
-        scheduling: scheduler_args::SchedulerArgs,
+        /// How long to run (default: until stopped); a bare number is in seconds.
+        #[arg(long, value_parser = duration_arg::seconds)]
+        duration: Option<Duration>,
+        /// Directory the workers write the JSON-lines results to, one file per reduce
+        /// partition; `-` prints them on the workers' stdout instead.
+        #[arg(long, default_value = "sleet-results")]
+        sink_dir: String,
     },
 }
 
@@ -110,6 +121,10 @@ enum BenchWorkload {
     /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle (WORKLOADS §4).
     Shuffle(bench_sched::BenchSchedArgs),
 }
+
+/// After Ctrl-C, how long a command gets to stop its job and print what ran before the
+/// process exits anyway.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -130,7 +145,30 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli.command)) {
+    // A driver or worker has nothing to hand back to the user: Ctrl-C ends it at once.
+    let grace = match &cli.command {
+        Command::Driver { .. } | Command::Worker { .. } => Duration::ZERO,
+        _ => INTERRUPT_GRACE,
+    };
+    let outcome = runtime.block_on(async {
+        interrupt::install().context("listening for Ctrl-C")?;
+        let command = run(cli.command);
+        tokio::pin!(command);
+        tokio::select! {
+            outcome = &mut command => outcome,
+            _ = interrupt::wait() => match tokio::time::timeout(grace, &mut command).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(interrupt::Interrupted.into()),
+            },
+        }
+    });
+    // Dropping the runtime here also drops any local cluster, which kills its processes.
+    drop(runtime);
+    match outcome {
+        _ if interrupt::fired() => {
+            eprintln!("sleet: interrupted");
+            ExitCode::from(interrupt::EXIT_CODE)
+        }
         Ok(code) => code,
         Err(error) => {
             eprintln!("sleet: error: {error:#}");
@@ -142,21 +180,22 @@ fn main() -> ExitCode {
 async fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Demo(args) => demo::run(args).await?,
-        Command::Driver { listen, expect_workers, stage_timeout } => {
+        Command::Driver { listen, expect_workers, worker_wait, stage_timeout } => {
+            anyhow::ensure!(expect_workers >= 1, "--expect-workers must be at least 1");
             let config = sleet_driver::DriverConfig {
                 listen,
                 expect_workers,
-                stage_timeout_s: stage_timeout,
-                ..sleet_driver::DriverConfig::default()
+                worker_wait_s: worker_wait.as_secs().max(1),
+                stage_timeout_s: stage_timeout.as_secs().max(1),
             };
             sleet_driver::run(config).await.context("driver failed")?;
         }
-        Command::Worker { driver, cores, listen, name } => {
+        Command::Worker { driver, cores, listen, advertise, name } => {
             let config = sleet_worker::WorkerConfig {
                 driver_address: driver,
                 cores,
                 shuffle_listen: listen,
-                advertise: None,
+                advertise,
                 name: name.unwrap_or_else(|| format!("worker-pid-{}", std::process::id())),
                 fetches_in_flight_max: 16,
             };
@@ -175,9 +214,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                         progress.batches_done, progress.events_per_s, progress.dead_letters, progress.lag_ms
                     )
                 },
-                async {
-                    let _ = tokio::signal::ctrl_c().await;
-                },
+                interrupt::wait(),
             )
             .await?;
             println!(
@@ -185,23 +222,13 @@ async fn run(command: Command) -> Result<ExitCode> {
                 summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
             );
         }
-        Command::Job {
-            workload: JobWorkload::Ysb { rate, partitions, batch_interval, duration, sink_dir, scheduling },
-        } => {
-            let job = ysb_job::ysb_job(&ysb_job::YsbOptions {
-                seed: 1,
-                rate_per_s: rate,
-                source_partitions: partitions,
-                reduce_partitions: partitions,
-                bad_fraction: 0.0,
-                batch_interval_ms: batch_interval,
-                duration_ms: duration.map(|seconds| seconds * 1000),
-                combine: true,
-                sink: sink_dir.map_or(SinkSpec::Stdout, |dir| SinkSpec::JsonLines { dir }),
-                dead_letter_dir: None,
-                scheduling,
-                start_ms: None,
-            })?;
+        Command::Job { workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir } } => {
+            anyhow::ensure!(partitions >= 1, "--partitions must be at least 1");
+            let sink = match sink_dir.as_str() {
+                "-" => SinkSpec::Stdout,
+                dir => SinkSpec::JsonLines { dir: dir.to_string() },
+            };
+            let job = ysb_job::ysb_job(&ysb.options(partitions, duration, sink))?;
             println!("{}", job.to_json());
         }
         Command::Bench { workload: BenchWorkload::Ysb(args) } => {

@@ -4,6 +4,7 @@
 //! median, since one search on a shared machine can land a step high or low.
 
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::Result;
 use serde_json::json;
@@ -20,12 +21,12 @@ pub struct SearchArgs {
     /// Independent searches; the result is their median.
     #[arg(long, default_value_t = 1)]
     pub searches: u32,
-    /// Seconds of batches per probe.
-    #[arg(long, default_value_t = 12)]
-    pub probe_duration: u64,
-    /// Seconds at the start of a probe left out of its figures.
-    #[arg(long, default_value_t = 4)]
-    pub probe_warmup: u64,
+    /// Length of each probe; a bare number is in seconds.
+    #[arg(long, value_parser = crate::duration_arg::seconds, default_value = "12s")]
+    pub probe_duration: Duration,
+    /// Time at the start of a probe left out of its figures; a bare number is in seconds.
+    #[arg(long, value_parser = crate::duration_arg::seconds, default_value = "4s")]
+    pub probe_warmup: Duration,
     /// The search ends when the highest stable rate and the lowest unstable one are within
     /// this share of each other.
     #[arg(long, default_value_t = 0.05)]
@@ -57,8 +58,8 @@ pub async fn run(args: &BenchYsbArgs, run_dir: &Path) -> Result<(serde_json::Val
         "ysb find-max-rate: {} workers × {} cores, {} ms batches, {}: sustainable {} events/s (median of {} searches: {:?})",
         args.workers,
         args.cores_per_worker,
-        args.batch_interval,
-        args.scheduling.describe(),
+        args.ysb.batch_interval_ms(),
+        args.ysb.scheduling.describe(),
         median.map_or("none found".into(), |rate| format!("{rate:.0}")),
         searches.len(),
         searches.iter().map(|found| found.sustainable).collect::<Vec<_>>()
@@ -70,20 +71,20 @@ pub async fn run(args: &BenchYsbArgs, run_dir: &Path) -> Result<(serde_json::Val
         "config": {
             "workers": args.workers,
             "cores_per_worker": args.cores_per_worker,
-            "batch_interval_ms": args.batch_interval,
-            "scheduler": args.scheduling.scheduler.to_string(),
-            "group_size": args.scheduling.group_size_json(),
+            "batch_interval_ms": args.ysb.batch_interval_ms(),
+            "scheduler": args.ysb.scheduling.scheduler.to_string(),
+            "group_size": args.ysb.scheduling.group_size_json(),
             "combine": !args.no_combine,
-            "seed": args.seed,
+            "seed": args.ysb.seed,
         },
         "method": {
-            "probe_duration_s": search.probe_duration,
-            "probe_warmup_s": search.probe_warmup,
-            "confirm_duration_s": args.duration,
-            "confirm_warmup_s": args.warmup,
+            "probe_duration_s": search.probe_duration.as_secs_f64(),
+            "probe_warmup_s": search.probe_warmup.as_secs_f64(),
+            "confirm_duration_s": args.duration.as_secs_f64(),
+            "confirm_warmup_s": args.warmup.as_secs_f64(),
             "tolerance": search.tolerance,
-            "first_rate": args.rate,
-            "give_up_lag_ms": Probe::give_up_lag_ms(args.batch_interval),
+            "first_rate": args.ysb.rate,
+            "give_up_lag_ms": Probe::give_up_lag_ms(args.ysb.batch_interval_ms()),
             "kept_up": "stable (see each probe's stability rule) and correct against the ground truth",
         },
         "sustainable_events_per_s": median,
@@ -103,7 +104,7 @@ async fn one_search(args: &BenchYsbArgs, dir: &Path) -> Result<Found> {
     let settings = &args.search;
     let mut search = RateSearch::new(settings.tolerance);
     let mut probes = Vec::new();
-    let mut rate = Some(round_rate(args.rate));
+    let mut rate = Some(round_rate(args.ysb.rate));
     let mut searched = 0;
     let mut confirmed = None;
     loop {
@@ -111,9 +112,9 @@ async fn one_search(args: &BenchYsbArgs, dir: &Path) -> Result<Found> {
             searched += 1;
             let probe = Probe {
                 rate: next,
-                duration_s: settings.probe_duration,
-                warmup_s: settings.probe_warmup,
-                give_up_lag_ms: Some(Probe::give_up_lag_ms(args.batch_interval)),
+                duration: settings.probe_duration,
+                warmup: settings.probe_warmup,
+                give_up_lag_ms: Some(Probe::give_up_lag_ms(args.ysb.batch_interval_ms())),
                 label: format!("probe {searched}"),
             };
             let result = probe_once(args, &probe, dir).await?;
@@ -160,7 +161,7 @@ async fn probe_once(args: &BenchYsbArgs, probe: &Probe, dir: &Path) -> Result<Pr
     let json = json!({
         "kind": probe.label,
         "rate": probe.rate,
-        "duration_s": probe.duration_s,
+        "duration_s": probe.duration.as_secs_f64(),
         "kept_up": kept_up,
         "stable": report.stable,
         "correct": report.correct,

@@ -50,6 +50,8 @@ pub fn ysb_event_schema() -> Schema {
 }
 
 pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
+    options.scheduling.check()?;
+    anyhow::ensure!(options.batch_interval_ms >= 1, "--batch-interval must be at least 1ms");
     let plan = PlanBuilder::source("ysb", SourceSpec::Ysb(ysb_source_spec(options)))
         .decode_json_with_limit(ysb_event_schema(), YSB_RECORD_BYTES_MAX)
         .filter(col("event_type").eq(lit("view")))
@@ -78,4 +80,49 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
     options.scheduling.apply(&mut settings);
     settings.validate()?;
     Ok(JobFile { plan, settings })
+}
+
+/// Input events per second when a command is not told otherwise: the same for `demo`,
+/// `job ysb` and `bench ysb`, a rate every machine this runs on keeps up with.
+pub const DEFAULT_RATE: u64 = 200_000;
+
+/// The flags of every command that runs the ysb query.
+#[derive(Debug, Clone, clap::Args)]
+pub struct YsbFlags {
+    /// Input events per second, over all source partitions.
+    #[arg(long, default_value_t = DEFAULT_RATE)]
+    pub rate: u64,
+    /// Length of a batch: 10ms, 1s, …; a bare number is in milliseconds.
+    #[arg(long, value_parser = crate::duration_arg::millis, default_value = "100ms")]
+    pub batch_interval: std::time::Duration,
+    /// Seed of the generator and of the campaigns table.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub scheduling: SchedulerArgs,
+}
+
+impl YsbFlags {
+    pub fn batch_interval_ms(&self) -> u64 {
+        self.batch_interval.as_millis() as u64
+    }
+
+    /// The one place a command's flags become a ysb job's options; commands then change only
+    /// what is theirs (bad records, combine, start).
+    pub fn options(&self, partitions: u32, duration: Option<std::time::Duration>, sink: SinkSpec) -> YsbOptions {
+        YsbOptions {
+            seed: self.seed,
+            rate_per_s: self.rate,
+            source_partitions: partitions,
+            reduce_partitions: partitions,
+            bad_fraction: 0.0,
+            batch_interval_ms: self.batch_interval_ms(),
+            duration_ms: duration.map(|duration| duration.as_millis() as u64),
+            combine: true,
+            sink,
+            dead_letter_dir: None,
+            scheduling: self.scheduling.clone(),
+            start_ms: None,
+        }
+    }
 }

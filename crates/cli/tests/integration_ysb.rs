@@ -161,7 +161,7 @@ fn find_max_rate_answers_with_a_confirmed_probe() {
             assert_eq!(last["kind"], "confirmation", "the answer is confirmed by the last run");
             assert_eq!(last["kept_up"], true);
             assert_eq!(last["rate"].as_f64(), Some(rate));
-            assert_eq!(last["duration_s"], 6, "a confirmation runs the full --duration");
+            assert_eq!(last["duration_s"].as_f64(), Some(6.0), "a confirmation runs the full --duration");
         }
         None => assert_eq!(output.status.code(), Some(1), "no rate found is an error, not a mismatch"),
     }

@@ -30,6 +30,6 @@ pub enum PlanError {
     InvalidSetting { field: String, reason: String },
     #[error("plan is empty: it needs at least a source and a sink")]
     Empty,
-    #[error("job file is not valid: {0}")]
+    #[error("the JSON does not describe a job")]
     JobFile(#[source] serde_json::Error),
 }
