@@ -127,7 +127,15 @@ enum BenchWorkload {
 const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // clap's own exit code for a bad flag is 2, which sleet keeps for results that do not
+    // match their ground truth; a usage error is an ordinary failure.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            return if error.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+        }
+    };
     // A worker's compute runs on its own monotask pools; its async side only moves messages,
     // and one thread does that without waking a second one for every message.
     let builder = match &cli.command {

@@ -1,0 +1,324 @@
+//! The command line as a new user meets it: Ctrl-C in each phase exits 130 and leaves no
+//! process behind, a driver short of workers says who joined, workers on other addresses
+//! advertise where they listen, flags that do not apply are refused, durations take units,
+//! `--out` never deletes what sleet did not write, and a bad job file is explained once.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{run_with_limit, sleet, test_dir, wait_with_limit, Reaper};
+
+const INTERRUPTED: i32 = 130;
+
+/// Starts a driver on `listen` and returns it with the address it printed.
+fn start_driver(listen: &str, extra: &[&str]) -> (Child, String) {
+    let mut driver = sleet()
+        .args(["driver", "--listen", listen])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the driver");
+    let mut line = String::new();
+    BufReader::new(driver.stdout.take().expect("piped")).read_line(&mut line).expect("the driver's address");
+    let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
+    (driver, address)
+}
+
+fn start_worker(driver: &str, extra: &[&str]) -> Child {
+    sleet()
+        .args(["worker", "--driver", driver])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting a worker")
+}
+
+/// A ysb job file of `duration` writing its results under `dir`.
+fn job_file(dir: &Path, duration: &str) -> PathBuf {
+    let mut command = sleet();
+    command.args(["job", "ysb", "--rate", "20000", "--duration", duration]);
+    command.arg("--sink-dir").arg(dir.join("results"));
+    let output = run_with_limit(command, Duration::from_secs(30));
+    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
+    let path = dir.join("job.json");
+    std::fs::write(&path, &output.stdout).expect("writing the job file");
+    path
+}
+
+fn interrupt(child: &Child) {
+    // SAFETY: kill(2) on a child this test started and still owns.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks whether the process exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// The processes whose parent is `parent`, read from /proc.
+fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the command name, which is in parentheses: state, then the parent.
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after_name.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent)
+        })
+        .collect()
+}
+
+/// Reads `child`'s stderr lines until one contains `needle`, within `limit`; returns the lines.
+fn stderr_until(child: &mut Child, needle: &str, limit: Duration) -> Vec<String> {
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + limit;
+    let mut lines = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let found = line.contains(needle);
+                lines.push(line);
+                if found {
+                    return lines;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    panic!("no line with `{needle}` within {limit:?}: {lines:?}");
+}
+
+#[test]
+fn ctrl_c_while_the_driver_waits_for_workers_withdraws_the_job_and_exits_130() {
+    let dir = test_dir("cli_ctrl_c_waiting");
+    let job = job_file(&dir, "3s");
+    let (driver, address) = start_driver("127.0.0.1:0", &["--expect-workers", "2", "--worker-wait", "60s"]);
+    let mut processes = Reaper(vec![driver]);
+    let mut submit = sleet()
+        .arg("submit")
+        .arg(&job)
+        .args(["--driver", &address])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("submit");
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(&submit);
+    let status = wait_with_limit(&mut submit, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(INTERRUPTED), "Ctrl-C before the job was accepted");
+
+    // The withdrawn job must not hold the driver: with its workers there, the next job runs.
+    for index in 1..=2 {
+        processes.0.push(start_worker(&address, &["--name", &format!("late-{index}")]));
+    }
+    let mut again = sleet();
+    again.arg("submit").arg(&job).args(["--driver", &address]);
+    let output = run_with_limit(again, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("finished: 30 batches"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
+    let dir = test_dir("cli_ctrl_c_running");
+    let job = job_file(&dir, "60s");
+    let (driver, address) = start_driver("127.0.0.1:0", &[]);
+    let processes = Reaper(vec![driver, start_worker(&address, &[])]);
+    let mut submit = sleet()
+        .arg("submit")
+        .arg(&job)
+        .args(["--driver", &address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("submit");
+    stderr_until(&mut submit, "events/s", Duration::from_secs(20));
+    interrupt(&submit);
+    let status = wait_with_limit(&mut submit, Duration::from_secs(15));
+    assert_eq!(status.code(), Some(INTERRUPTED));
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut submit.stdout.take().expect("piped"), &mut stdout).expect("stdout");
+    assert!(stdout.contains("finished:"), "what ran before the stop is summarized: {stdout}");
+    drop(processes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn ctrl_c_stops_a_benchmark_and_every_process_it_started() {
+    let dir = test_dir("cli_ctrl_c_bench");
+    let mut bench = sleet()
+        .args(["bench", "ysb", "--rate", "20000", "--duration", "60s", "--warmup", "5s"])
+        .arg("--out")
+        .arg(dir.join("run"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bench");
+    stderr_until(&mut bench, "events/s  batches", Duration::from_secs(30));
+    let children = children_of(bench.id());
+    assert!(children.len() >= 3, "a driver and 2 workers: {children:?}");
+    interrupt(&bench);
+    let status = wait_with_limit(&mut bench, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(INTERRUPTED), "an interrupt, not a results mismatch");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while children.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left: Vec<_> = children.iter().filter(|pid| alive(**pid)).collect();
+    assert!(left.is_empty(), "processes outlived the benchmark: {left:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_driver_short_of_workers_fails_the_job_naming_who_joined() {
+    let dir = test_dir("cli_too_few_workers");
+    let job = job_file(&dir, "3s");
+    let (driver, address) = start_driver("127.0.0.1:0", &["--expect-workers", "2", "--worker-wait", "2s"]);
+    let _processes = Reaper(vec![driver, start_worker(&address, &["--name", "lonely-worker"])]);
+    let mut submit = sleet();
+    submit.arg("submit").arg(&job).args(["--driver", &address]);
+    let output = run_with_limit(submit, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("lonely-worker") && stderr.contains('2'),
+        "names who joined and how many were expected: {stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A port that was free on `ip` a moment ago.
+fn free_port(ip: &str) -> u16 {
+    let listener = std::net::TcpListener::bind((ip, 0)).expect("binding a loopback address");
+    listener.local_addr().expect("address").port()
+}
+
+#[test]
+fn workers_on_other_loopback_addresses_run_a_job_with_the_driver() {
+    let dir = test_dir("cli_advertise");
+    let job = job_file(&dir, "3s");
+    let (driver, address) = start_driver("127.0.0.2:0", &["--expect-workers", "2"]);
+    assert!(address.starts_with("127.0.0.2:"), "{address}");
+    let advertised = format!("127.0.0.3:{}", free_port("127.0.0.3"));
+    let explicit = start_worker(&address, &["--listen", &advertised, "--advertise", &advertised]);
+    let by_default = start_worker(&address, &["--listen", "127.0.0.4:0"]);
+    let _processes = Reaper(vec![driver, explicit, by_default]);
+    let mut submit = sleet();
+    submit.arg("submit").arg(&job).args(["--driver", &address]);
+    let output = run_with_limit(submit, Duration::from_secs(60));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.contains("finished: 30 batches"), "{stdout}");
+    let rows = sleet_connectors::sink::read_ysb_sink(&dir.join("results")).expect("the results");
+    assert!(!rows.is_empty(), "shuffled rows reached the sink across addresses");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_wildcard_listen_address_needs_advertise() {
+    let mut worker = sleet();
+    worker.args(["worker", "--driver", "127.0.0.1:9", "--listen", "0.0.0.0:0"]);
+    let output = run_with_limit(worker, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--advertise") && stderr.contains("0.0.0.0"), "{stderr}");
+}
+
+#[test]
+fn group_flags_are_refused_under_bsp_naming_the_flag() {
+    for (command, flag, value) in [
+        (&["bench", "ysb"][..], "--group-size", "4"),
+        (&["job", "ysb"][..], "--overhead-bounds", "0.1,0.2"),
+        (&["bench", "sched"][..], "--group-size", "10"),
+    ] {
+        let mut refused = sleet();
+        refused.args(command).args(["--scheduler", "bsp", flag, value]);
+        let output = run_with_limit(refused, Duration::from_secs(20));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{command:?} {flag}: {stderr}");
+        assert!(stderr.contains(flag) && stderr.contains("bsp"), "{stderr}");
+    }
+}
+
+fn job_settings(args: &[&str]) -> Result<serde_json::Value, String> {
+    let mut command = sleet();
+    command.args(["job", "ysb"]).args(args);
+    let output = run_with_limit(command, Duration::from_secs(20));
+    if !output.status.success() {
+        return Err(format!("exit {:?}: {}", output.status.code(), String::from_utf8_lossy(&output.stderr)));
+    }
+    let job: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a job file");
+    Ok(job["settings"].clone())
+}
+
+#[test]
+fn durations_take_units_and_bare_numbers_keep_their_unit() {
+    let settings = job_settings(&["--batch-interval", "10ms", "--duration", "2s"]).expect("units");
+    assert_eq!((settings["batch_interval_ms"].as_u64(), settings["duration_ms"].as_u64()), (Some(10), Some(2_000)));
+    let settings = job_settings(&["--batch-interval", "25", "--duration", "1m"]).expect("a bare interval is in ms");
+    assert_eq!((settings["batch_interval_ms"].as_u64(), settings["duration_ms"].as_u64()), (Some(25), Some(60_000)));
+    let settings = job_settings(&["--batch-interval", "1s", "--duration", "3"]).expect("a bare duration is in s");
+    assert_eq!((settings["batch_interval_ms"].as_u64(), settings["duration_ms"].as_u64()), (Some(1_000), Some(3_000)));
+    let error = job_settings(&["--duration", "5x"]).expect_err("x is not a unit");
+    assert!(error.starts_with("exit Some(1)") && error.contains("5x") && error.contains("--duration"), "{error}");
+}
+
+#[test]
+fn job_ysb_writes_results_to_a_directory_by_default() {
+    let mut command = sleet();
+    command.args(["job", "ysb"]);
+    let output = run_with_limit(command, Duration::from_secs(20));
+    let job: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a job file");
+    let text = job["plan"].to_string();
+    assert!(text.contains("sleet-results"), "the sink is a directory, not stdout: {text}");
+}
+
+#[test]
+fn out_refuses_a_directory_of_other_files_and_leaves_them() {
+    let dir = test_dir("cli_out_foreign");
+    std::fs::write(dir.join("notes.txt"), "mine").expect("a file of the user's");
+    std::fs::create_dir_all(dir.join("results")).expect("a directory of the user's");
+    std::fs::write(dir.join("results").join("keep.jsonl"), "{}").expect("a file of the user's");
+    let mut bench = sleet();
+    bench.args(["bench", "ysb", "--rate", "10000", "--duration", "3s", "--warmup", "1s"]).arg("--out").arg(&dir);
+    let output = run_with_limit(bench, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert!(dir.join("notes.txt").exists() && dir.join("results").join("keep.jsonl").exists(), "nothing deleted");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_job_file_is_explained_once() {
+    let dir = test_dir("cli_bad_job");
+    let job = dir.join("bad.json");
+    std::fs::write(&job, "{\n").expect("a truncated job file");
+    let mut submit = sleet();
+    submit.arg("submit").arg(&job).args(["--driver", "127.0.0.1:9"]);
+    let output = run_with_limit(submit, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("bad.json"), "{stderr}");
+    assert_eq!(stderr.matches("EOF while parsing").count(), 1, "the cause once: {stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
