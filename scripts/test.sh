@@ -15,6 +15,12 @@ cargo fmt --all -- --check
 echo "== build (release: the integration tests run the engine at benchmark speed)"
 cargo build --release --workspace --all-targets
 
+echo "== Kafka broker for the tests (127.0.0.1:19092; jars fetched once with Maven)"
+kafka_dir="target/kafka-test-19092"
+scripts/kafka.sh start --port 19092 --dir "$kafka_dir"
+trap 'scripts/kafka.sh stop --port 19092 --dir "$kafka_dir"' EXIT
+export SLEET_KAFKA_BROKERS=127.0.0.1:19092
+
 echo "== tests"
 # Integration tests each start their own cluster; two at a time keeps a 2-core machine honest.
 cargo test --release --workspace -- --test-threads=2 "$@"

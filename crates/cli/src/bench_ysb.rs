@@ -18,6 +18,7 @@ use crate::cluster::LocalCluster;
 use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
 use crate::run_dir::RunDir;
+use crate::ysb_input::InputKind;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags, YsbOptions};
 use crate::ysb_report::{evaluate, RunPlan, RunReport};
 
@@ -66,6 +67,18 @@ pub struct BenchYsbArgs {
     pub start_ms: Option<i64>,
     #[command(flatten)]
     pub search: crate::max_rate::SearchArgs,
+    /// Where the events come from; with `--source kafka` a `sleet gen ysb` process writes
+    /// them to a fresh topic on --brokers (start a broker with `scripts/kafka.sh start`).
+    #[command(flatten)]
+    pub input: crate::ysb_input::InputFlags,
+    /// With --source kafka: write this many events first, then measure the job draining
+    /// them from the earliest offset (instead of producing live at --rate).
+    #[arg(long)]
+    pub preload: Option<u64>,
+    /// With --source kafka: write the results to a Kafka topic (created per run) instead of
+    /// JSON-lines files, and check them read back from it.
+    #[arg(long)]
+    pub sink_kafka: bool,
 }
 
 /// `" | group 8, overhead 6.1%"` for status lines under group scheduling; empty under bsp.
@@ -89,6 +102,15 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
         show(args.duration)
     );
     args.ysb.scheduling.check()?;
+    anyhow::ensure!(args.preload.is_none() || args.input.source == InputKind::Kafka, "--preload needs --source kafka");
+    anyhow::ensure!(
+        !(args.search.find_max_rate && args.input.source != InputKind::Generator),
+        "--find-max-rate runs on the built-in generator only"
+    );
+    anyhow::ensure!(
+        args.input.campaigns.is_none(),
+        "bench ysb writes and reads its own campaigns table; --campaigns is for `job ysb`"
+    );
     let run_dir = RunDir::prepare(args.out.as_deref(), args.force, "bench-ysb")?;
     let outcome = run_and_report(&args, &run_dir.path).await;
     let interrupted = outcome.as_ref().is_err_and(|error| error.is::<Interrupted>());
@@ -217,8 +239,8 @@ pub struct RunOutcome {
     pub last_status_events_per_s: Option<f64>,
 }
 
-/// Starts a local cluster, runs ysb at `probe`'s rate, stops the cluster and judges the run.
-pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Result<RunOutcome> {
+/// The results and dead-letter directories of a run, emptied of an earlier run's files.
+pub fn clear_run_outputs(run_dir: &Path) -> Result<(PathBuf, PathBuf)> {
     let results_dir = run_dir.join("results");
     let dead_letter_dir = run_dir.join("dead-letters");
     for dir in [&results_dir, &dead_letter_dir] {
@@ -226,6 +248,17 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
         }
     }
+    Ok((results_dir, dead_letter_dir))
+}
+
+/// Starts a local cluster, runs ysb at `probe`'s rate, stops the cluster and judges the run.
+pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Result<RunOutcome> {
+    match args.input.source {
+        InputKind::Generator => {}
+        InputKind::Kafka => return crate::bench_kafka::run_once(args, probe, run_dir).await,
+        InputKind::Files => anyhow::bail!("bench ysb reads the generator or Kafka; --source files is for `job ysb`"),
+    }
+    let (results_dir, dead_letter_dir) = clear_run_outputs(run_dir)?;
     let partitions = args.partitions.unwrap_or(args.workers * args.cores_per_worker);
     let sink = SinkSpec::JsonLines { dir: results_dir.display().to_string() };
     let options = YsbOptions {
@@ -280,15 +313,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
                 give_up.notify_one();
             }
         },
-        {
-            let give_up = give_up.clone();
-            async move {
-                tokio::select! {
-                    _ = crate::interrupt::wait() => {}
-                    _ = give_up.notified() => {}
-                }
-            }
-        },
+        crate::interrupt::or_notified(give_up.clone()),
     )
     .await;
     cluster.shutdown().await;
@@ -315,6 +340,8 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         duration_ms: probe.duration.as_millis() as u64,
         warmup_ms: probe.warmup.as_millis() as u64,
         stopped_early: gave_up.load(Ordering::SeqCst),
+        input: None,
+        sink_rows: None,
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     Ok(RunOutcome { report, last_status_events_per_s: last_status })

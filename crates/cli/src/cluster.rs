@@ -60,6 +60,11 @@ impl LocalCluster {
         self.workers.len()
     }
 
+    /// The driver's and every worker's process id.
+    pub fn pids(&self) -> Vec<u32> {
+        std::iter::once(self.driver.id()).chain(self.workers.iter().map(Child::id)).collect()
+    }
+
     pub fn worker_pids(&self) -> Vec<u32> {
         self.workers.iter().map(Child::id).collect()
     }
@@ -99,7 +104,7 @@ impl Drop for LocalCluster {
     }
 }
 
-fn child_command(exe: &Path) -> Command {
+pub fn child_command(exe: &Path) -> Command {
     let mut command = Command::new(exe);
     // Own process group: a Ctrl-C in the terminal reaches only this process, which then stops
     // the children in order instead of all of them dying at once.

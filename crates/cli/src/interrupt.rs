@@ -59,3 +59,12 @@ pub fn check() -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Resolves on Ctrl-C or when `stop` is notified: what a benchmark hands `run_job` when it
+/// may end a run itself (a hopeless probe, a drained backlog).
+pub async fn or_notified(stop: std::sync::Arc<tokio::sync::Notify>) {
+    tokio::select! {
+        _ = wait() => {}
+        _ = stop.notified() => {}
+    }
+}

@@ -1,20 +1,24 @@
 //! The `sleet` binary: run a local demo, a driver, a worker, submit jobs, run benchmarks.
 
 mod batch_figures;
+mod bench_kafka;
 mod bench_sched;
 mod bench_ysb;
 mod client;
 mod cluster;
 mod demo;
 mod duration_arg;
+mod gen_ysb;
 mod interrupt;
 mod max_rate;
 mod plot;
+mod proc_cpu;
 mod rate_search;
 mod run_dir;
 mod scheduler_args;
 mod shuffle_check;
 mod ysb_check;
+mod ysb_input;
 mod ysb_job;
 mod ysb_report;
 
@@ -87,6 +91,11 @@ enum Command {
         #[command(subcommand)]
         workload: JobWorkload,
     },
+    /// Write a workload's input to an outside system (Kafka), for a job to read.
+    Gen {
+        #[command(subcommand)]
+        workload: GenWorkload,
+    },
     /// Run a benchmark of WORKLOADS.md on a local cluster and check its results.
     Bench {
         #[command(subcommand)]
@@ -109,7 +118,20 @@ enum JobWorkload {
         /// partition; `-` prints them on the workers' stdout instead.
         #[arg(long, default_value = "sleet-results")]
         sink_dir: String,
+        /// Write the results to this Kafka topic on --brokers instead (it must exist): one
+        /// JSON record per row, keyed by campaign and window.
+        #[arg(long)]
+        sink_topic: Option<String>,
+        #[command(flatten)]
+        input: ysb_input::InputFlags,
     },
+}
+
+#[derive(Subcommand)]
+enum GenWorkload {
+    /// The ysb events of the built-in generator, to a Kafka topic; the campaigns table to a
+    /// CSV file. Prints what it wrote as JSON on stdout.
+    Ysb(gen_ysb::GenYsbArgs),
 }
 
 #[derive(Subcommand)]
@@ -230,14 +252,24 @@ async fn run(command: Command) -> Result<ExitCode> {
                 summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
             );
         }
-        Command::Job { workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir } } => {
+        Command::Job { workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, input } } => {
             anyhow::ensure!(partitions >= 1, "--partitions must be at least 1");
-            let sink = match sink_dir.as_str() {
-                "-" => SinkSpec::Stdout,
-                dir => SinkSpec::JsonLines { dir: dir.to_string() },
+            let sink = match (sink_topic, sink_dir.as_str()) {
+                (Some(topic), _) => ysb_job::kafka_sink(&input.brokers, &topic),
+                (None, "-") => SinkSpec::Stdout,
+                (None, dir) => SinkSpec::JsonLines { dir: dir.to_string() },
             };
-            let job = ysb_job::ysb_job(&ysb.options(partitions, duration, sink))?;
+            let options = ysb_job::YsbOptions {
+                input: input.input()?,
+                campaigns: input.campaigns()?,
+                ..ysb.options(partitions, duration, sink)
+            };
+            let job = ysb_job::ysb_job(&options)?;
             println!("{}", job.to_json());
+        }
+        Command::Gen { workload: GenWorkload::Ysb(args) } => {
+            let produced = tokio::task::spawn_blocking(move || gen_ysb::run(&args)).await??;
+            println!("{}", serde_json::to_string(&produced)?);
         }
         Command::Bench { workload: BenchWorkload::Ysb(args) } => {
             if !bench_ysb::run(args).await? {

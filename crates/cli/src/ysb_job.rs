@@ -1,8 +1,8 @@
 //! The Yahoo Streaming Benchmark query as a sleet plan (WORKLOADS §1).
 
 use sleet_plan::{
-    col, lit, Aggregate, DataType, Field, JobFile, JobSettings, PlanBuilder, Schema, SinkSpec, SourceSpec, TableSpec,
-    WindowSpec, YsbSourceSpec,
+    col, lit, Aggregate, DataType, EventTimeSource, Field, FileSourceSpec, JobFile, JobSettings, KafkaSourceSpec,
+    KafkaStart, PlanBuilder, Schema, SinkSpec, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
 };
 
 use crate::scheduler_args::SchedulerArgs;
@@ -25,6 +25,43 @@ pub struct YsbOptions {
     pub scheduling: SchedulerArgs,
     /// Start of batch 0; default a moment after submission.
     pub start_ms: Option<i64>,
+    /// Where the events come from: the built-in generator unless told otherwise.
+    pub input: YsbInput,
+    /// The ad → campaign table as a CSV file (`ad_id,campaign_id`) instead of the one the
+    /// seed derives, for events someone else generated.
+    pub campaigns: Option<String>,
+}
+
+/// A window's rows from a source outside sleet may arrive behind the watermark: the
+/// watermark follows the largest event time any partition has shown (as Spark's does), and
+/// two Kafka partitions, or two files, are read at their own pace. Rows later than this are
+/// dropped and counted (`late_rows_dropped`); the generator's partitions advance in step.
+pub const OUTSIDE_SOURCE_LATENESS_MS: i64 = 30_000;
+
+impl YsbInput {
+    pub fn allowed_lateness_ms(&self) -> i64 {
+        match self {
+            YsbInput::Generator => 0,
+            YsbInput::Kafka { .. } | YsbInput::Files { .. } => OUTSIDE_SOURCE_LATENESS_MS,
+        }
+    }
+}
+
+/// Where a ysb job reads its events.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum YsbInput {
+    #[default]
+    Generator,
+    Kafka {
+        brokers: String,
+        topic: String,
+        start: KafkaStart,
+        max_records_per_batch: u32,
+    },
+    Files {
+        path: String,
+        max_records_per_batch: u32,
+    },
 }
 
 pub fn ysb_source_spec(options: &YsbOptions) -> YsbSourceSpec {
@@ -52,17 +89,38 @@ pub fn ysb_event_schema() -> Schema {
 pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
     options.scheduling.check()?;
     anyhow::ensure!(options.batch_interval_ms >= 1, "--batch-interval must be at least 1ms");
-    let plan = PlanBuilder::source("ysb", SourceSpec::Ysb(ysb_source_spec(options)))
+    let source = match &options.input {
+        YsbInput::Generator => SourceSpec::Ysb(ysb_source_spec(options)),
+        YsbInput::Kafka { brokers, topic, start, max_records_per_batch } => SourceSpec::Kafka(KafkaSourceSpec {
+            brokers: brokers.clone(),
+            topic: topic.clone(),
+            start: start.clone(),
+            max_records_per_partition_per_batch: *max_records_per_batch,
+            event_time: EventTimeSource::Field,
+            read_committed: true,
+            partitions: 0,
+        }),
+        YsbInput::Files { path, max_records_per_batch } => SourceSpec::Files(FileSourceSpec {
+            path: path.clone(),
+            max_records_per_partition_per_batch: *max_records_per_batch,
+            partitions: 0,
+        }),
+    };
+    let campaigns = match &options.campaigns {
+        Some(path) => TableSpec::Csv { path: path.clone(), columns: vec!["ad_id".into(), "campaign_id".into()] },
+        None => TableSpec::YsbCampaigns { seed: options.seed },
+    };
+    let plan = PlanBuilder::source("ysb", source)
         .decode_json_with_limit(ysb_event_schema(), YSB_RECORD_BYTES_MAX)
         .filter(col("event_type").eq(lit("view")))
         .project([col("ad_id"), col("event_time")])
-        .lookup("ad_id", TableSpec::YsbCampaigns { seed: options.seed }, "ad_id", ["campaign_id"])
+        .lookup("ad_id", campaigns, "ad_id", ["campaign_id"])
         .exchange(["campaign_id"], options.reduce_partitions)
         .window_aggregate(
             WindowSpec {
                 time_column: "event_time".into(),
                 size_ms: sleet_connectors::ysb::WINDOW_MS,
-                allowed_lateness_ms: 0,
+                allowed_lateness_ms: options.input.allowed_lateness_ms(),
             },
             ["campaign_id"],
             [Aggregate::count("count")],
@@ -80,6 +138,15 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
     options.scheduling.apply(&mut settings);
     settings.validate()?;
     Ok(JobFile { plan, settings })
+}
+
+/// The ysb results as Kafka records keyed by campaign and window.
+pub fn kafka_sink(brokers: &str, topic: &str) -> SinkSpec {
+    SinkSpec::Kafka {
+        brokers: brokers.to_string(),
+        topic: topic.to_string(),
+        key_columns: vec!["campaign_id".into(), "window_start".into()],
+    }
 }
 
 /// Input events per second when a command is not told otherwise: the same for `demo`,
@@ -123,6 +190,8 @@ impl YsbFlags {
             dead_letter_dir: None,
             scheduling: self.scheduling.clone(),
             start_ms: None,
+            input: YsbInput::Generator,
+            campaigns: None,
         }
     }
 }

@@ -21,9 +21,22 @@ pub struct RunPlan<'a> {
     pub batch_interval_ms: u64,
     pub duration_ms: u64,
     pub warmup_ms: u64,
+    /// Events that came through an outside system (Kafka) rather than the job's own
+    /// generator: what was written, which the results are checked against.
+    pub input: Option<ProducedInput>,
+    /// The result rows when they are not in `results_dir` (a Kafka sink, read back).
+    pub sink_rows: Option<Vec<sleet_connectors::sink::SinkRow>>,
     /// Whether the run was cut short on purpose (a search's probe that fell behind): its
     /// results are not checked, since batches past the cut never ran.
     pub stopped_early: bool,
+}
+
+/// What a producer wrote: the generator's events of `[start_ms, end_ms)`, `events` of them.
+#[derive(Debug, Clone, Copy)]
+pub struct ProducedInput {
+    pub start_ms: i64,
+    pub end_ms: i64,
+    pub events: u64,
 }
 
 /// The figures a caller acts on, next to the full result object.
@@ -38,20 +51,28 @@ pub struct RunReport {
 pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::Path) -> Result<RunReport> {
     let clock = BatchClock::new(summary.start_ms, plan.batch_interval_ms as i64);
     let batches_expected = clock.batches_in(plan.duration_ms);
-    let ran_fully = summary.batches_total >= batches_expected;
     // Every batch below `batches_total` ran: batch ids complete in order within the log.
     let end_ms = clock.range_ms(summary.batches_total).0;
+    // Through an outside system the job is complete once it has read every event written;
+    // from its own generator, once it ran every batch of its duration.
+    let (ran_fully, check_from_ms, check_to_ms) = match plan.input {
+        Some(input) => (summary.events_in == input.events, input.start_ms, input.end_ms),
+        None => (summary.batches_total >= batches_expected, summary.start_ms, end_ms),
+    };
     let warm_ms = summary.start_ms + plan.warmup_ms as i64;
 
     let (correct, mismatches, windows_expected, latencies, dead_letters_expected) = if plan.stopped_early {
         (None, None, None, Vec::new(), None)
     } else {
-        let rows = sleet_connectors::sink::read_ysb_sink(results_dir).context("reading the sink output")?;
-        let check = check_counts(plan.spec, summary.start_ms, end_ms, &rows);
+        let rows = match &plan.sink_rows {
+            Some(rows) => rows.clone(),
+            None => sleet_connectors::sink::read_ysb_sink(results_dir).context("reading the sink output")?,
+        };
+        let check = check_counts(plan.spec, check_from_ms, check_to_ms, &rows);
         for example in &check.examples {
             eprintln!("  mismatch: {example}");
         }
-        let dead_letters_expected = bad_events(plan.spec, summary.start_ms, end_ms);
+        let dead_letters_expected = bad_events(plan.spec, check_from_ms, check_to_ms);
         let correct = check.mismatches == 0 && summary.dead_letters == dead_letters_expected && ran_fully;
         let visible_at_ms: std::collections::BTreeMap<u64, i64> =
             summary.batches.iter().map(|batch| (batch.batch, batch.results_visible_at_ms)).collect();
@@ -59,7 +80,14 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         (Some(correct), Some(check.mismatches), Some(check.windows_expected), latencies, Some(dead_letters_expected))
     };
 
-    let measured: Vec<&BatchRecord> = summary.batches.iter().filter(|batch| batch.scheduled_end_ms > warm_ms).collect();
+    // Batches past the planned duration (a live Kafka run's tail, reading the producer's
+    // last events) are not part of the measured rate.
+    let measured_end_ms = summary.start_ms + plan.duration_ms as i64;
+    let measured: Vec<&BatchRecord> = summary
+        .batches
+        .iter()
+        .filter(|batch| batch.scheduled_end_ms > warm_ms && batch.scheduled_end_ms <= measured_end_ms)
+        .collect();
     let throughput = sustained(&measured);
     let lag = lag_figures(&measured);
     let stability = judge(&lag, plan.batch_interval_ms, ran_fully);
@@ -92,6 +120,7 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "mismatches": mismatches,
         "windows_expected": windows_expected,
         "dead_letters": summary.dead_letters,
+        "late_rows_dropped": summary.late_rows_dropped,
         "dead_letters_expected": dead_letters_expected,
         "stopped_early": plan.stopped_early,
         "batches": summary.batches_total,

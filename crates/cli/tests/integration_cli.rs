@@ -16,17 +16,7 @@ const INTERRUPTED: i32 = 130;
 
 /// Starts a driver on `listen` and returns it with the address it printed.
 fn start_driver(listen: &str, extra: &[&str]) -> (Child, String) {
-    let mut driver = sleet()
-        .args(["driver", "--listen", listen])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the driver");
-    let mut line = String::new();
-    BufReader::new(driver.stdout.take().expect("piped")).read_line(&mut line).expect("the driver's address");
-    let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
-    (driver, address)
+    common::start_driver_on(listen, extra)
 }
 
 fn start_worker(driver: &str, extra: &[&str]) -> Child {

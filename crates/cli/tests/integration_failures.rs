@@ -46,15 +46,7 @@ fn unknown_column_is_rejected_naming_node_and_column() {
 fn a_worker_killed_mid_run_fails_the_job_with_a_clear_error() {
     let dir = test_dir("worker_death");
     let job = ysb_job_file(&dir, 120);
-    let mut driver = sleet()
-        .args(["driver", "--listen", "127.0.0.1:0", "--expect-workers", "2"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("driver");
-    let mut line = String::new();
-    BufReader::new(driver.stdout.take().expect("piped")).read_line(&mut line).expect("driver address");
-    let address = line.trim().strip_prefix("sleet driver listening on ").expect("address line").to_string();
+    let (driver, address) = common::start_local_driver(&["--expect-workers", "2"]);
     let mut processes = Reaper(vec![driver]);
     for _ in 0..2 {
         let worker = sleet()

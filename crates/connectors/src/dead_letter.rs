@@ -27,15 +27,27 @@ impl DeadLetterWriter {
         Ok(DeadLetterWriter { path, writer: BufWriter::new(file) })
     }
 
-    pub fn write(&mut self, batch: u64, partition: u32, reason: &str, record: &[u8]) -> Result<(), ConnectorError> {
+    /// `origin` says where the record lives in its source (topic, partition and offset; file
+    /// and byte), when the source can say.
+    pub fn write(
+        &mut self,
+        batch: u64,
+        partition: u32,
+        reason: &str,
+        record: &[u8],
+        origin: Option<serde_json::Value>,
+    ) -> Result<(), ConnectorError> {
         let excerpt = &record[..record.len().min(RECORD_EXCERPT_BYTES_MAX)];
-        let line = serde_json::json!({
+        let mut line = serde_json::json!({
             "batch": batch,
             "partition": partition,
             "reason": reason,
             "record": String::from_utf8_lossy(excerpt),
             "record_bytes": record.len(),
         });
+        if let Some(origin) = origin {
+            line["source"] = origin;
+        }
         serde_json::to_writer(&mut self.writer, &line)
             .map_err(|error| ConnectorError::io("writing dead-letter file", &self.path)(error.into()))?;
         self.writer.write_all(b"\n").map_err(ConnectorError::io("writing dead-letter file", &self.path))
@@ -61,14 +73,17 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sleet-dead-letter-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let mut writer = DeadLetterWriter::create(&dir, 0, 3).expect("create");
-        writer.write(7, 3, "field `x`: expected int64", b"{\"x\": \"no\"}").expect("write");
-        writer.write(8, 3, "record too large", &vec![b'a'; 5000]).expect("write");
-        writer.write(9, 3, "not UTF-8", b"\xff\xfe").expect("write");
+        let origin = serde_json::json!({"topic": "t", "partition": 3, "offset": 41});
+        writer.write(7, 3, "field `x`: expected int64", b"{\"x\": \"no\"}", Some(origin)).expect("write");
+        writer.write(8, 3, "record too large", &vec![b'a'; 5000], None).expect("write");
+        writer.write(9, 3, "not UTF-8", b"\xff\xfe", None).expect("write");
         writer.flush().expect("flush");
         let letters = read_dead_letters(&dir).expect("read");
         assert_eq!(letters.len(), 3);
         assert_eq!(letters[0]["reason"], "field `x`: expected int64");
         assert_eq!(letters[0]["batch"], 7);
+        assert_eq!(letters[0]["source"]["offset"], 41);
+        assert!(letters[1].get("source").is_none());
         assert_eq!(letters[1]["record_bytes"], 5000);
         assert_eq!(letters[1]["record"].as_str().expect("excerpt").len(), RECORD_EXCERPT_BYTES_MAX);
         let _ = fs::remove_dir_all(&dir);

@@ -15,6 +15,9 @@ pub enum ConnectorError {
     /// A file the connector reads back is not in the format it writes.
     #[error("{path}:{line}: {reason}")]
     Format { path: PathBuf, line: usize, reason: String },
+    /// A source or sink outside the process (Kafka, a file) cannot be used as the job says.
+    #[error("{what}: {reason}")]
+    Source { what: String, reason: String },
 }
 
 impl ConnectorError {

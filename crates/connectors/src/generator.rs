@@ -5,6 +5,7 @@ use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
 use sleet_plan::{SourceRange, SourceSpec};
 
+use crate::error::ConnectorError;
 use crate::numbers::NumbersGenerator;
 use crate::source::Source;
 use crate::ysb::YsbGenerator;
@@ -19,6 +20,9 @@ impl Generator {
         match spec {
             SourceSpec::Ysb(ysb) => Generator::Ysb(YsbGenerator::new(ysb, partition)),
             SourceSpec::Numbers(numbers) => Generator::Numbers(NumbersGenerator::new(numbers, partition)),
+            SourceSpec::Kafka(_) | SourceSpec::Files(_) => {
+                unreachable!("open_source opens only generators as Generator")
+            }
         }
     }
 
@@ -38,8 +42,8 @@ impl Source for Generator {
         Resource::Cpu
     }
 
-    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> SourceRange {
+    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError> {
         self.generate(start_ms, end_ms, out);
-        SourceRange::Time { start_ms, end_ms }
+        Ok(SourceRange::Time { start_ms, end_ms })
     }
 }

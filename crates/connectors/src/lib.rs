@@ -2,9 +2,12 @@
 //!
 //! ```text
 //!  source::Source (one partition) ──read(batch range)──▶ RawRecords + SourceRange ──▶ worker
-//!    └─ generator::Generator (seed, partition, time range), cpu
-//!         ├─ ysb::YsbGenerator          ysb events at a fixed rate
-//!         └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
+//!    ├─ generator::Generator (seed, partition, time range), cpu
+//!    │    ├─ ysb::YsbGenerator          ysb events at a fixed rate
+//!    │    └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
+//!    ├─ kafka_source::KafkaSource       a topic partition by offset range, prefetched, net
+//!    └─ file_source::FileSource         a JSON-lines file by byte range, disk
+//!  resolve::resolve_source(spec)        partition counts looked up and checked at submission
 //!  table::load_table(TableSpec) ──▶ RecordBatch (broadcast to lookups)
 //!  worker ──rows──▶ sink::Sink: encode (cpu) ──▶ write (its resource)
 //!    └─ JsonLinesSink (part-<p>.jsonl or stdout, disk)
@@ -16,9 +19,12 @@
 
 pub mod dead_letter;
 pub mod error;
+pub mod file_source;
 pub mod files;
 pub mod generator;
+pub mod kafka_source;
 pub mod numbers;
+pub mod resolve;
 pub mod sink;
 pub mod source;
 pub mod table;

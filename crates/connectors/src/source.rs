@@ -16,7 +16,10 @@ use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
 use sleet_plan::{SourceRange, SourceSpec};
 
+use crate::error::ConnectorError;
+use crate::file_source::FileSource;
 use crate::generator::Generator;
+use crate::kafka_source::KafkaSource;
 
 /// One partition of a source.
 pub trait Source: Send + Sync {
@@ -24,11 +27,27 @@ pub trait Source: Send + Sync {
     fn resource(&self) -> Resource;
 
     /// Appends the records of the batch covering `[start_ms, end_ms)` to `out` and returns
-    /// what it read. Reads of one partition come in batch order.
-    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> SourceRange;
+    /// what it read. Reads of one partition come in batch order. An error is one that
+    /// waiting cannot fix; a source outside the process waits out the rest (a broker
+    /// restarting) with empty batches and says so in `waiting`.
+    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError>;
+
+    /// Where a record at `position` (from `RawRecords::positions`) lives, for its dead letter.
+    fn locate(&self, _position: i64) -> Option<serde_json::Value> {
+        None
+    }
+
+    /// What the source is waiting for, if anything (for the status line).
+    fn waiting(&self) -> Option<String> {
+        None
+    }
 }
 
 /// The partition `partition` of the source `spec` describes.
 pub fn open_source(spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
-    Arc::new(Generator::new(spec, partition))
+    match spec {
+        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) => Arc::new(Generator::new(spec, partition)),
+        SourceSpec::Kafka(kafka) => Arc::new(KafkaSource::new(kafka, partition)),
+        SourceSpec::Files(files) => Arc::new(FileSource::new(files, partition)),
+    }
 }

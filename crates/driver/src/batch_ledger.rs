@@ -69,8 +69,9 @@ impl BatchLedger {
         if batch.outstanding.remove(&task).is_none() {
             return Taken::Ignored;
         }
-        if stats.source_range.is_some() {
+        if let Some(range) = stats.source_range {
             batch.record.events_in += stats.records_in;
+            batch.record.source_ranges.push((task.partition, range));
         }
         batch.record.dead_letters += stats.dead_letters;
         batch.launched_at_us = batch.launched_at_us.min(report.started_at_us);
@@ -101,6 +102,7 @@ impl BatchLedger {
                 .map_or(0.0, |(_, (start, end))| (end - start).max(0) as f64 / 1000.0)
         };
         let mut record = batch.record;
+        record.source_ranges.sort_unstable_by_key(|(partition, _)| *partition);
         record.launched_at_ms = batch.launched_at_us / 1000;
         record.finished_at_ms = record.finished_at_us / 1000;
         record.results_visible_at_ms = batch.visible_at_us.unwrap_or(record.finished_at_us) / 1000;

@@ -88,6 +88,14 @@ impl Coordinator {
     }
 
     async fn run_job(&mut self, client: ClientId, job_file: JobFile, replies: mpsc::Sender<DriverToClient>) {
+        let job_file = match resolve_source(job_file).await {
+            Ok(job_file) => job_file,
+            Err(reason) => {
+                eprintln!("sleet driver: refused a job: {reason}");
+                let _ = replies.send(DriverToClient::Rejected { reason }).await;
+                return;
+            }
+        };
         let physical = match plan_stages(&job_file.plan, job_file.settings.combine) {
             Ok(physical) => physical,
             Err(error) => {
@@ -245,4 +253,26 @@ enum WorkersWaited {
     Enough,
     /// Its client went away or the driver is shutting down: the job never starts.
     Cancelled,
+}
+
+/// Looks up and checks the job's source and sink outside the process (Kafka metadata, files)
+/// before anything is planned or started: a missing topic or a changed partition count is
+/// refused here, by name.
+async fn resolve_source(mut job_file: JobFile) -> Result<JobFile, String> {
+    tokio::task::spawn_blocking(move || {
+        for node in &mut job_file.plan.nodes {
+            match &mut node.operator {
+                sleet_plan::Operator::Source { spec } => {
+                    sleet_connectors::resolve::resolve_source(spec).map_err(|error| error.to_string())?
+                }
+                sleet_plan::Operator::Sink { spec } => {
+                    sleet_connectors::resolve::resolve_sink(spec).map_err(|error| error.to_string())?
+                }
+                _ => {}
+            }
+        }
+        Ok(job_file)
+    })
+    .await
+    .map_err(|error| format!("checking the job's source failed: {error}"))?
 }

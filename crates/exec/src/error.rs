@@ -11,6 +11,9 @@ pub enum ExecError {
     /// A snapshot handed to `restore` was not produced by `snapshot` (or is damaged).
     #[error("state snapshot is corrupt: {0}")]
     CorruptSnapshot(String),
+    /// A lookup's table could not be loaded (its file is missing or malformed).
+    #[error("loading a lookup table: {0}")]
+    Table(String),
     /// A column the physical plan promised is missing: a planner bug.
     #[error("internal: column `{0}` missing from batch")]
     MissingColumn(String),

@@ -53,7 +53,10 @@ pub struct StagePipeline {
 
 impl StagePipeline {
     /// `load_table` supplies the broadcast tables lookups read; `exec` does no I/O itself.
-    pub fn new(stage: &StagePlan, load_table: &dyn Fn(&TableSpec) -> RecordBatch) -> Result<Self, ExecError> {
+    pub fn new(
+        stage: &StagePlan,
+        load_table: &dyn Fn(&TableSpec) -> Result<RecordBatch, String>,
+    ) -> Result<Self, ExecError> {
         let mut operators = Vec::with_capacity(stage.ops.len());
         for op in &stage.ops {
             operators.push(match op {
@@ -64,7 +67,7 @@ impl StagePipeline {
                 PhysicalOp::Project { columns } => OperatorExec::Project(ProjectExec::new(columns.clone())),
                 PhysicalOp::Lookup { key, table, table_key, columns } => OperatorExec::Lookup(LookupExec::new(
                     key.clone(),
-                    load_table(table),
+                    load_table(table).map_err(ExecError::Table)?,
                     table_key.clone(),
                     columns.clone(),
                 )?),

@@ -29,8 +29,8 @@ pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};
 pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
 pub use node::{
-    AggFunc, Aggregate, Node, NumbersSourceSpec, Operator, Plan, SinkSpec, SourceRange, SourceSpec, TableSpec,
-    WindowSpec, YsbSourceSpec,
+    default_max_records_per_batch, AggFunc, Aggregate, EventTimeSource, FileSourceSpec, KafkaSourceSpec, KafkaStart,
+    Node, NumbersSourceSpec, Operator, Plan, SinkSpec, SourceRange, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
 };
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};

@@ -129,6 +129,8 @@ impl Aggregate {
 pub enum SourceSpec {
     Ysb(YsbSourceSpec),
     Numbers(NumbersSourceSpec),
+    Kafka(KafkaSourceSpec),
+    Files(FileSourceSpec),
 }
 
 impl SourceSpec {
@@ -136,8 +138,79 @@ impl SourceSpec {
         match self {
             SourceSpec::Ysb(spec) => spec.partitions,
             SourceSpec::Numbers(spec) => spec.partitions,
+            SourceSpec::Kafka(spec) => spec.partitions,
+            SourceSpec::Files(spec) => spec.partitions,
         }
     }
+}
+
+/// A Kafka topic read directly: one source partition per topic partition, each batch an
+/// offset range that the worker owning the partition chooses when the batch closes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KafkaSourceSpec {
+    /// `host:port[,host:port…]`.
+    pub brokers: String,
+    pub topic: String,
+    #[serde(default)]
+    pub start: KafkaStart,
+    /// At most this many records per partition in one batch: a backlog is worked off in
+    /// batches of bounded size rather than one huge one.
+    #[serde(default = "default_max_records_per_batch")]
+    pub max_records_per_partition_per_batch: u32,
+    #[serde(default)]
+    pub event_time: EventTimeSource,
+    /// Only records of committed transactions (and non-transactional ones); `false` reads
+    /// aborted ones too.
+    #[serde(default = "default_true")]
+    pub read_committed: bool,
+    /// The topic's partition count. Left out (0), it is looked up when the job is submitted;
+    /// given, it is checked then, and a topic that has a different count is refused.
+    #[serde(default)]
+    pub partitions: u32,
+}
+
+/// Where a Kafka source starts reading each partition.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KafkaStart {
+    Earliest,
+    #[default]
+    Latest,
+    /// The first record with a timestamp at or after this (ms since the epoch).
+    Timestamp(i64),
+    /// One offset per partition.
+    Offsets(Vec<i64>),
+}
+
+/// Where a record's event time comes from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventTimeSource {
+    /// A field of the record, named by the window that uses it.
+    #[default]
+    Field,
+    /// The Kafka record's timestamp, added to each JSON object as this int64 field.
+    RecordTimestamp(String),
+}
+
+/// JSON-lines files: one source partition per file (a directory's `*.jsonl` and `*.json`
+/// files in name order, or one file), read front to back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSourceSpec {
+    pub path: String,
+    #[serde(default = "default_max_records_per_batch")]
+    pub max_records_per_partition_per_batch: u32,
+    /// The number of files; looked up (0) or checked when the job is submitted.
+    #[serde(default)]
+    pub partitions: u32,
+}
+
+pub fn default_max_records_per_batch() -> u32 {
+    100_000
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// The part of a source one batch of one partition read, as the batch log records it:
@@ -148,6 +221,11 @@ impl SourceSpec {
 pub enum SourceRange {
     /// A generator's events of `[start_ms, end_ms)`.
     Time { start_ms: i64, end_ms: i64 },
+    /// A Kafka partition's offsets `[start, end)`: a position, not a count of records
+    /// (transaction markers and compaction leave gaps).
+    Offsets { start: i64, end: i64 },
+    /// A file's bytes `[start, end)`, whole lines.
+    Bytes { start: u64, end: u64 },
 }
 
 /// The Yahoo Streaming Benchmark generator: a pure function of
@@ -179,6 +257,9 @@ pub struct NumbersSourceSpec {
 pub enum TableSpec {
     /// The ysb ad → campaign table, derived from the generator seed.
     YsbCampaigns { seed: u64 },
+    /// A CSV file whose header is `columns` (every column a string), read by each worker
+    /// when the job starts: the path must be readable there.
+    Csv { path: String, columns: Vec<String> },
 }
 
 impl TableSpec {
@@ -186,6 +267,9 @@ impl TableSpec {
         match self {
             TableSpec::YsbCampaigns { .. } => {
                 Schema::new(vec![Field::new("ad_id", DataType::Utf8), Field::new("campaign_id", DataType::Utf8)])
+            }
+            TableSpec::Csv { columns, .. } => {
+                Schema::new(columns.iter().map(|column| Field::new(column.as_str(), DataType::Utf8)).collect())
             }
         }
     }
@@ -201,4 +285,11 @@ pub enum SinkSpec {
     },
     /// Keeps no output; the task still reports what it would have written.
     Discard,
+    /// One JSON record per output row on a Kafka topic (which must exist), keyed by
+    /// `key_columns`' values; reduce partition `p` writes to topic partition `p mod n`.
+    Kafka {
+        brokers: String,
+        topic: String,
+        key_columns: Vec<String>,
+    },
 }

@@ -134,6 +134,13 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
     let required = required_columns(plan, &schemas);
     let nodes = &plan.nodes;
     let Operator::Source { spec } = &nodes[0].operator else { unreachable!("validated: source first") };
+    if spec.partitions() == 0 {
+        return Err(PlanError::InvalidOption {
+            node: crate::error::NodeRef { index: 0, kind: "source" },
+            field: "partitions".into(),
+            reason: "is not known yet: the driver looks it up when the job is submitted".into(),
+        });
+    }
 
     let mut stages = Vec::new();
     let mut current = StagePlan {

@@ -222,6 +222,9 @@ pub struct BlockMeta {
 pub struct TaskStats {
     /// The source range actually read (the batch log), for source tasks.
     pub source_range: Option<SourceRange>,
+    /// What the source was waiting for when the batch closed (a broker down), if anything.
+    #[serde(default)]
+    pub source_waiting: Option<String>,
     pub records_in: u64,
     pub dead_letters: u64,
     pub rows_out: u64,
@@ -276,6 +279,10 @@ pub struct JobProgress {
     pub group_size: Option<u32>,
     #[serde(default)]
     pub overhead: Option<f64>,
+    /// A source waiting for something outside (a Kafka broker down): batches run empty or
+    /// late until it is back.
+    #[serde(default)]
+    pub source_waiting: Option<String>,
 }
 
 /// One batch as the driver saw it; times in ms since the epoch. Both schedulers take every
@@ -301,6 +308,10 @@ pub struct BatchRecord {
     pub dead_letters: u64,
     pub map_stage_ms: f64,
     pub reduce_stage_ms: f64,
+    /// What each source partition read, as `(partition, range)`: replaying the batch reads
+    /// exactly these again.
+    #[serde(default)]
+    pub source_ranges: Vec<(u32, SourceRange)>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -88,10 +88,15 @@ impl JobRuntime {
         Ok(pipeline)
     }
 
-    fn table(&self, spec: &TableSpec) -> RecordBatch {
+    fn table(&self, spec: &TableSpec) -> Result<RecordBatch, String> {
         let key = format!("{spec:?}");
         let mut tables = self.tables.lock().expect("tables lock");
-        tables.entry(key).or_insert_with(|| sleet_connectors::table::load_table(spec)).clone()
+        if let Some(table) = tables.get(&key) {
+            return Ok(table.clone());
+        }
+        let table = sleet_connectors::table::load_table(spec).map_err(|error| error.to_string())?;
+        tables.insert(key, table.clone());
+        Ok(table)
     }
 
     pub fn source(&self, spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {

@@ -98,6 +98,8 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
         },
         disk: ResourcePool::new(Resource::Disk, 1, MONOTASK_QUEUE_LEN_MAX),
         net: Arc::new(Semaphore::new(config.fetches_in_flight_max.max(1))),
+        // Two threads: a source partition's read overlaps another's, or a sink's write.
+        net_blocking: ResourcePool::new(Resource::Net, 2, MONOTASK_QUEUE_LEN_MAX),
         store,
         shuffle: Arc::new(ShuffleClient::default()),
         announcer: Announcer::new(worker, shuffle_address, announced_tx),

@@ -41,6 +41,9 @@ pub struct WorkerContext {
     pub disk: ResourcePool,
     /// The network scheduler: bounds the fetches in flight at this receiver.
     pub net: Arc<Semaphore>,
+    /// The network scheduler of blocking monotasks: sources and sinks that talk to an
+    /// outside system (Kafka) with blocking calls.
+    pub net_blocking: ResourcePool,
     pub store: Arc<BlockStore>,
     pub shuffle: Arc<ShuffleClient>,
     /// Pushes map output metadata to the owners of reduce partitions (group scheduling).
@@ -48,14 +51,13 @@ pub struct WorkerContext {
 }
 
 impl WorkerContext {
-    /// The scheduler that runs blocking monotasks on `resource`. The network's is the fetch
-    /// semaphore, which only async fetches use: no source or sink does blocking network I/O
-    /// yet, and one that does gets its scheduler with it.
+    /// The scheduler that runs blocking monotasks on `resource`. Shuffle fetches, which are
+    /// async, have their own bound (`net`).
     fn pool(&self, resource: Resource) -> Result<&ResourcePool, WorkerError> {
         match resource {
             Resource::Cpu => Ok(&self.cpu),
             Resource::Disk => Ok(&self.disk),
-            Resource::Net => Err(WorkerError::Internal("no scheduler runs blocking network monotasks".into())),
+            Resource::Net => Ok(&self.net_blocking),
         }
     }
 }
@@ -92,7 +94,14 @@ struct Writes {
     /// the cpu thread that built them, where freeing is cheapest.
     sink_rows: u64,
     sink_bytes: Vec<u8>,
-    dead_letters: Vec<(String, Vec<u8>)>,
+    dead_letters: Vec<BadRecord>,
+}
+
+struct BadRecord {
+    reason: String,
+    record: Vec<u8>,
+    /// Its position in the source, when the source has positions.
+    position: Option<i64>,
 }
 
 async fn execute(
@@ -128,30 +137,38 @@ async fn execute(
                 let bytes = raw.data.len() as u64;
                 Measured { value: (raw, range), bytes }
             };
+            let source_waiting = job.source(spec, task.partition).waiting();
             // A source partition is read front to back: batch b + 1 reads after b.
             if let Some(turn) = turn {
                 turn_held = Some(turn.take(task.batch).await);
             }
             let (result, range) = if read_pool.resource() == Resource::Cpu {
                 // Both on the cpu: one dispatch, two records.
-                let (result, records) = ctx
-                    .cpu
-                    .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |(raw, range)| {
-                        let computed = compute_input(StageInputData::Raw(raw));
-                        Measured { value: (computed.value, range), bytes: computed.bytes }
-                    })
-                    .await;
+                let (result, records) =
+                    ctx.cpu
+                        .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |(raw, range)| {
+                            match range {
+                                Ok(range) => {
+                                    let computed = compute_input(StageInputData::Raw(raw));
+                                    Measured { value: (computed.value, Some(range)), bytes: computed.bytes }
+                                }
+                                Err(error) => Measured { value: (Err(WorkerError::from(error)), None), bytes: 0 },
+                            }
+                        })
+                        .await;
                 monotasks.extend(records);
                 result
             } else {
                 let ((raw, range), record) = read_pool.run(MonotaskKind::SourceRead, read).await;
                 monotasks.push(record);
+                let range = range?;
                 let (result, record) =
                     ctx.cpu.run(MonotaskKind::MapCompute, move || compute_input(StageInputData::Raw(raw))).await;
                 monotasks.push(record);
-                (result, range)
+                (result, Some(range))
             };
-            stats.source_range = Some(range);
+            stats.source_range = range;
+            stats.source_waiting = source_waiting;
             result
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
@@ -173,20 +190,31 @@ async fn execute(
         }
     };
     let (output, writes) = result?;
-    stats = TaskStats { source_range: stats.source_range, ..task_stats(&output, writes.sink_rows) };
+    stats = TaskStats {
+        source_range: stats.source_range,
+        source_waiting: stats.source_waiting.take(),
+        ..task_stats(&output, writes.sink_rows)
+    };
     for (reduce_partition, block) in output.blocks {
         ctx.store.put(BlockId::of(task, reduce_partition), block);
     }
 
     if !writes.dead_letters.is_empty() {
         if let Some(writer) = job.dead_letter_writer(task.stage, task.partition)? {
+            let source = match &stage.input {
+                StageInput::Source(spec) => Some(job.source(spec, task.partition)),
+                StageInput::Shuffle { .. } => None,
+            };
             let dead_letters = writes.dead_letters;
             let (result, record) = Box::pin(ctx.disk.run(MonotaskKind::SinkWrite, move || {
-                let bytes = dead_letters.iter().map(|(_, record)| record.len() as u64).sum::<u64>();
+                let bytes = dead_letters.iter().map(|letter| letter.record.len() as u64).sum::<u64>();
                 let mut writer = writer.lock().expect("dead letter lock");
                 let result = dead_letters
                     .iter()
-                    .try_for_each(|(reason, record)| writer.write(task.batch, task.partition, reason, record))
+                    .try_for_each(|letter| {
+                        let origin = letter.position.zip(source.as_ref()).and_then(|(at, source)| source.locate(at));
+                        writer.write(task.batch, task.partition, &letter.reason, &letter.record, origin)
+                    })
                     .and_then(|()| writer.flush());
                 Measured { value: result, bytes }
             }))
@@ -271,7 +299,11 @@ fn compute(
         StageInputData::Raw(raw) => output
             .dead_letters
             .iter()
-            .map(|letter| (letter.reason.clone(), raw.get(letter.record_index).to_vec()))
+            .map(|letter| BadRecord {
+                reason: letter.reason.clone(),
+                record: raw.get(letter.record_index).to_vec(),
+                position: raw.position(letter.record_index),
+            })
             .collect(),
         StageInputData::Blocks(_) => Vec::new(),
     };

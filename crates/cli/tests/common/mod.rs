@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod kafka;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -61,4 +63,25 @@ impl Drop for Reaper {
             let _ = child.wait();
         }
     }
+}
+
+/// Starts `sleet driver --listen 127.0.0.1:0 EXTRA…` and returns it with the address it printed.
+pub fn start_local_driver(extra: &[&str]) -> (Child, String) {
+    start_driver_on("127.0.0.1:0", extra)
+}
+
+/// Starts `sleet driver --listen LISTEN EXTRA…` and returns it with the address it printed.
+pub fn start_driver_on(listen: &str, extra: &[&str]) -> (Child, String) {
+    let mut driver = sleet()
+        .args(["driver", "--listen", listen])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the driver");
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(driver.stdout.take().expect("piped")), &mut line)
+        .expect("the driver's address");
+    let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
+    (driver, address)
 }

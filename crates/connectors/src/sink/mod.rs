@@ -11,6 +11,7 @@
 //! batch written twice (a replay after a failure) writes the same bytes.
 
 mod json_lines;
+mod kafka;
 mod ysb_rows;
 
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use sleet_plan::SinkSpec;
 use crate::error::ConnectorError;
 
 pub use json_lines::{format_json_lines, sink_file_path, JsonLinesSink};
+pub use kafka::{read_ysb_topic, KafkaSink};
 pub use ysb_rows::{read_ysb_sink, SinkRow};
 
 /// Where the result rows of one reduce partition go. Shared by the tasks of that partition,
@@ -47,6 +49,9 @@ pub fn open_sink(spec: &SinkSpec, partition: u32) -> Result<Option<Arc<dyn Sink>
         SinkSpec::JsonLines { dir } => Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), partition)?)),
         SinkSpec::Stdout => Some(Arc::new(JsonLinesSink::stdout())),
         SinkSpec::Discard => None,
+        SinkSpec::Kafka { brokers, topic, key_columns } => {
+            Some(Arc::new(KafkaSink::new(brokers, topic, key_columns, partition)))
+        }
     })
 }
 

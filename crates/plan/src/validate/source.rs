@@ -2,7 +2,7 @@
 
 use super::columns::option;
 use crate::error::{NodeRef, PlanError};
-use crate::node::SourceSpec;
+use crate::node::{EventTimeSource, KafkaStart, SourceSpec};
 use crate::schema::{DataType, Field, Schema};
 
 pub(super) fn check(at: &NodeRef, spec: &SourceSpec) -> Result<Schema, PlanError> {
@@ -24,6 +24,43 @@ pub(super) fn check(at: &NodeRef, spec: &SourceSpec) -> Result<Schema, PlanError
             }
             if numbers.keys == 0 {
                 return Err(option(at, "keys", "must be at least 1"));
+            }
+        }
+        SourceSpec::Kafka(kafka) => {
+            if kafka.brokers.split(',').all(|broker| broker.trim().is_empty()) {
+                return Err(option(at, "brokers", "must name at least one host:port"));
+            }
+            if kafka.topic.is_empty() {
+                return Err(option(at, "topic", "must not be empty"));
+            }
+            if kafka.max_records_per_partition_per_batch == 0 {
+                return Err(option(at, "max_records_per_partition_per_batch", "must be at least 1"));
+            }
+            if let KafkaStart::Offsets(offsets) = &kafka.start {
+                if kafka.partitions != 0 && offsets.len() != kafka.partitions as usize {
+                    let found = offsets.len();
+                    return Err(option(
+                        at,
+                        "start",
+                        &format!("names {found} offsets for {} partitions", kafka.partitions),
+                    ));
+                }
+                if let Some(negative) = offsets.iter().find(|offset| **offset < 0) {
+                    return Err(option(at, "start", &format!("offset {negative} is negative")));
+                }
+            }
+            if let EventTimeSource::RecordTimestamp(column) = &kafka.event_time {
+                if column.is_empty() {
+                    return Err(option(at, "event_time", "record_timestamp needs a column name"));
+                }
+            }
+        }
+        SourceSpec::Files(files) => {
+            if files.path.is_empty() {
+                return Err(option(at, "path", "must not be empty"));
+            }
+            if files.max_records_per_partition_per_batch == 0 {
+                return Err(option(at, "max_records_per_partition_per_batch", "must be at least 1"));
             }
         }
     }

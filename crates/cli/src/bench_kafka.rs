@@ -1,0 +1,397 @@
+//! `sleet bench ysb --source kafka`: producer → Kafka → job → sink, checked against the
+//! ground truth of what the producer wrote.
+//!
+//! Live, a `sleet gen ysb` process produces at `--rate` while the job runs; with
+//! `--preload N` it first writes N events and the job then drains the topic from the
+//! earliest offset, stopping once every event is in. Each run writes to a topic of its own
+//! (deleted afterwards) on the broker at `--brokers`, which `scripts/kafka.sh start` runs.
+//! CPU time comes from `/proc` for the sleet processes, the broker and the producer apart.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use sleet_connectors::sink::read_ysb_topic;
+use sleet_kafka::admin::{delete_topic, ensure_topic};
+use sleet_kafka::cluster::Cluster;
+use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
+
+use crate::bench_ysb::{group_status, BenchYsbArgs, Probe, RunOutcome};
+use crate::client::run_job;
+use crate::cluster::{child_command, LocalCluster};
+use crate::gen_ysb::Produced;
+use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
+use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
+use crate::ysb_report::{evaluate, ProducedInput, RunPlan};
+
+/// A live job runs until it has read every event the producer wrote, at most this long past
+/// the producer's planned end (a broker that was down leaves a backlog to catch up on).
+const LIVE_TAIL_MAX: Duration = Duration::from_secs(60);
+/// A drain that has not finished after this much longer than the slowest rate we expect
+/// (100 K events/s) is stopped and reported as incomplete.
+const DRAIN_SLOWEST_EVENTS_PER_S: u64 = 100_000;
+
+pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Result<RunOutcome> {
+    crate::bench_ysb::clear_run_outputs(run_dir)?;
+    let partitions = args.partitions.unwrap_or(args.workers * args.cores_per_worker);
+    let brokers = args.input.brokers.clone();
+    let topic = format!("sleet-bench-{}-{}", std::process::id(), sleet_wire::clock::now_ms());
+    {
+        let (brokers, name) = (brokers.clone(), topic.clone());
+        tokio::task::spawn_blocking(move || ensure_topic(&mut Cluster::new(&brokers), &name, partitions))
+            .await?
+            .with_context(|| format!("creating topic `{topic}` (is a broker running? `scripts/kafka.sh start` starts one on 127.0.0.1:9092)"))?;
+    }
+    let results_topic = format!("{topic}-results");
+    if args.sink_kafka {
+        let (brokers, name) = (brokers.clone(), results_topic.clone());
+        tokio::task::spawn_blocking(move || ensure_topic(&mut Cluster::new(&brokers), &name, partitions))
+            .await?
+            .with_context(|| format!("creating the results topic `{results_topic}`"))?;
+    }
+    let sink_topic = args.sink_kafka.then_some(results_topic.as_str());
+    let outcome = run_with_topic(args, probe, run_dir, &topic, sink_topic, partitions).await;
+    for name in [Some(topic.as_str()), sink_topic].into_iter().flatten() {
+        let (brokers, name) = (brokers.clone(), name.to_string());
+        let cleanup = tokio::task::spawn_blocking(move || delete_topic(&mut Cluster::new(&brokers), &name)).await;
+        if let Ok(Err(error)) = cleanup {
+            eprintln!("  note: a topic of this run was not deleted: {error}");
+        }
+    }
+    outcome
+}
+
+async fn run_with_topic(
+    args: &BenchYsbArgs,
+    probe: &Probe,
+    run_dir: &Path,
+    topic: &str,
+    sink_topic: Option<&str>,
+    partitions: u32,
+) -> Result<RunOutcome> {
+    let results_dir = run_dir.join("results");
+    let campaigns = run_dir.join("campaigns.csv");
+    let broker_port: u16 = args.input.brokers.rsplit(':').next().and_then(|port| port.parse().ok()).unwrap_or(9092);
+    let broker_pid = find_kafka_broker(broker_port);
+    let producer_args = |mode: Vec<String>| -> Vec<String> {
+        let mut all = vec![
+            "gen".into(),
+            "ysb".into(),
+            "--brokers".into(),
+            args.input.brokers.clone(),
+            "--topic".into(),
+            topic.into(),
+            "--partitions".into(),
+            partitions.to_string(),
+            "--rate".into(),
+            probe.rate.to_string(),
+            "--seed".into(),
+            args.ysb.seed.to_string(),
+            "--bad-fraction".into(),
+            args.bad_fraction.to_string(),
+            "--campaigns-out".into(),
+            campaigns.display().to_string(),
+        ];
+        all.extend(mode);
+        all
+    };
+
+    let preloaded = match args.preload {
+        Some(count) => {
+            eprintln!("bench ysb: preloading {count} events into `{topic}`");
+            let broker_before = broker_pid.and_then(cpu_seconds);
+            let run = Producer::start(&producer_args(vec!["--count".into(), count.to_string()]))?.finish().await?;
+            let broker_s = broker_pid.and_then(cpu_seconds).zip(broker_before).map(|(after, before)| after - before);
+            Some((run, broker_s))
+        }
+        None => None,
+    };
+    let duration = match &preloaded {
+        Some((run, _)) => {
+            probe.duration.max(Duration::from_secs(run.produced.events / DRAIN_SLOWEST_EVENTS_PER_S + 30))
+        }
+        None => probe.duration + LIVE_TAIL_MAX,
+    };
+    let sink = match sink_topic {
+        Some(sink_topic) => kafka_sink(&args.input.brokers, sink_topic),
+        None => SinkSpec::JsonLines { dir: results_dir.display().to_string() },
+    };
+    let options = YsbOptions {
+        rate_per_s: probe.rate,
+        bad_fraction: args.bad_fraction,
+        combine: !args.no_combine,
+        dead_letter_dir: Some(run_dir.join("dead-letters").display().to_string()),
+        input: YsbInput::Kafka {
+            brokers: args.input.brokers.clone(),
+            topic: topic.to_string(),
+            start: KafkaStart::Earliest,
+            max_records_per_batch: args.input.max_records_per_batch,
+        },
+        campaigns: None,
+        ..args.ysb.options(partitions, Some(duration), sink)
+    };
+    // The live producer writes the campaigns file as it starts; the preload has written it.
+    let live = match &preloaded {
+        Some(_) => None,
+        None => {
+            let live = Producer::start(&producer_args(vec![
+                "--duration".into(),
+                format!("{}ms", probe.duration.as_millis()),
+            ]))?;
+            wait_for_file(&campaigns).await?;
+            Some(live)
+        }
+    };
+    let job = ysb_job(&YsbOptions { campaigns: Some(campaigns.display().to_string()), ..options })?;
+    eprintln!(
+        "bench ysb {} (kafka `{topic}`): {} ({} ms batches, {} workers × {} cores)",
+        probe.label,
+        match &preloaded {
+            Some((run, _)) => format!("draining {} preloaded events", run.produced.events),
+            None => format!("{} events/s live for {}", probe.rate, crate::duration_arg::show(probe.duration)),
+        },
+        args.ysb.batch_interval_ms(),
+        args.workers,
+        args.cores_per_worker
+    );
+
+    let cluster = LocalCluster::start(args.workers, args.cores_per_worker, &run_dir.join("logs"))?;
+    let sleet_before = total_cpu_seconds(&cluster.pids());
+    let broker_before = broker_pid.and_then(cpu_seconds);
+    let started = std::time::Instant::now();
+    let drained = Arc::new(AtomicBool::new(false));
+    // What the job must read before it stops: the preload, or what the live producer wrote
+    // once it has finished (unknown until then).
+    let written = Arc::new(AtomicU64::new(preloaded.as_ref().map_or(u64::MAX, |(run, _)| run.produced.events)));
+    let live_task = live.map(|live| {
+        let written = Arc::clone(&written);
+        tokio::spawn(async move {
+            let run = live.finish().await;
+            if let Ok(run) = &run {
+                written.store(run.produced.events, Ordering::SeqCst);
+            }
+            run
+        })
+    });
+    // Progress counts events as the map tasks read them; the batches that read the last
+    // ones complete (reduce, sink) a little later. Two more reports cover that.
+    let mut reports_since_all_read = 0;
+    let stop = Arc::new(tokio::sync::Notify::new());
+    let summary = run_job(
+        &cluster.driver_address,
+        job,
+        |progress| {
+            eprintln!(
+                "  [{:>4} s] {:>9.0} events/s  in {:>10}  batches {:>6}  lag {:>6} ms  window p99 {}  dead letters {}{}{}",
+                started.elapsed().as_secs(),
+                progress.events_per_s,
+                progress.events_in,
+                progress.batches_done,
+                progress.lag_ms,
+                progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
+                progress.dead_letters,
+                group_status(progress),
+                progress.source_waiting.as_ref().map_or(String::new(), |note| format!("  | source waiting: {note}"))
+            );
+            if progress.events_in >= written.load(Ordering::SeqCst) {
+                reports_since_all_read += 1;
+                if reports_since_all_read > 2 && !drained.swap(true, Ordering::SeqCst) {
+                    stop.notify_one();
+                }
+            }
+        },
+        crate::interrupt::or_notified(stop.clone()),
+    )
+    .await;
+    let sleet_s = total_cpu_seconds(&cluster.pids()) - sleet_before;
+    let broker_s = broker_pid.and_then(cpu_seconds).zip(broker_before).map(|(after, before)| after - before);
+    cluster.shutdown().await;
+    crate::interrupt::check()?;
+    let summary = summary?;
+    let (producer, broker_s) = match (preloaded, live_task) {
+        (Some((run, broker_preload_s)), _) => {
+            (run, broker_s.zip(broker_preload_s).map(|(drain, load)| (drain, Some(load))))
+        }
+        (None, Some(live)) => (live.await??, broker_s.map(|both| (both, None))),
+        (None, None) => unreachable!("either preloaded or live"),
+    };
+    let produced = &producer.produced;
+    let sink_rows = match sink_topic {
+        Some(sink_topic) => {
+            let (brokers, name) = (args.input.brokers.clone(), sink_topic.to_string());
+            Some(tokio::task::spawn_blocking(move || read_ysb_topic(&brokers, &name)).await??)
+        }
+        None => None,
+    };
+
+    let plan = RunPlan {
+        spec: &produced.spec,
+        config: json!({
+            "source": "kafka",
+            "brokers": args.input.brokers,
+            "topic": topic,
+            "preload": args.preload,
+            "workers": args.workers,
+            "cores_per_worker": args.cores_per_worker,
+            "batch_interval_ms": args.ysb.batch_interval_ms(),
+            "scheduler": args.ysb.scheduling.scheduler.to_string(),
+            "group_size": args.ysb.scheduling.group_size_json(),
+            "rate": probe.rate,
+            "partitions": partitions,
+            "max_records_per_batch": args.input.max_records_per_batch,
+            "sink": if sink_topic.is_some() { "kafka" } else { "json_lines" },
+            "combine": !args.no_combine,
+            "bad_fraction": args.bad_fraction,
+            "seed": args.ysb.seed,
+        }),
+        rate: probe.rate,
+        batch_interval_ms: args.ysb.batch_interval_ms(),
+        // Live, the measured part is the producer's; the tail only reads its last events.
+        duration_ms: if args.preload.is_some() { duration } else { probe.duration }.as_millis() as u64,
+        warmup_ms: probe.warmup.as_millis() as u64,
+        stopped_early: false,
+        input: Some(ProducedInput { start_ms: produced.start_ms, end_ms: produced.end_ms, events: produced.events }),
+        sink_rows,
+    };
+    let mut report = evaluate(&plan, &summary, &results_dir)?;
+    let drain = drain_figures(&summary);
+    let offset_ranges = offset_ranges(&summary);
+    let per_event = |seconds: f64| seconds * 1e6 / produced.events.max(1) as f64;
+    report.json["kafka"] = json!({
+        "events_written": produced.events,
+        "producer_events_per_s": produced.events as f64 / produced.elapsed_s.max(1e-9),
+        "drain": drain,
+        "offset_ranges": offset_ranges,
+        "cpu_definition": "CPU seconds (user + system, from /proc) over the job for sleet's driver and workers and for the broker, over its life for the producer; divided by the events written",
+        "cpu_seconds": { "sleet": sleet_s, "broker": broker_s.map(|(job, _)| job), "broker_while_preloading": broker_s.and_then(|(_, load)| load), "producer": producer.cpu_seconds },
+        "cpu_us_per_event": {
+            "sleet": per_event(sleet_s),
+            "broker": broker_s.map(|(job, _)| per_event(job)),
+            "producer": producer.cpu_seconds.map(per_event),
+        },
+    });
+    if broker_pid.is_none() {
+        report.json["kafka"]["note"] =
+            json!(format!("no broker process found listening on 127.0.0.1:{broker_port}: its CPU is not counted"));
+    }
+    if let Some(drain_rate) = drain["events_per_s"].as_f64() {
+        if args.preload.is_some() {
+            report.events_per_s = Some(drain_rate);
+        }
+    }
+    eprintln!(
+        "  kafka: drain {} events/s; cpu µs/event: sleet {:.2}, broker {}, producer {}",
+        drain["events_per_s"].as_f64().map_or("-".into(), |rate| format!("{rate:.0}")),
+        per_event(sleet_s),
+        broker_s.map_or("-".into(), |(job, _)| format!("{:.2}", per_event(job))),
+        producer.cpu_seconds.map_or("-".into(), |seconds| format!("{:.2}", per_event(seconds)))
+    );
+    Ok(RunOutcome { report, last_status_events_per_s: None })
+}
+
+/// Events over the wall time from the first batch that read any to the last one that did.
+fn drain_figures(summary: &sleet_wire::JobSummary) -> serde_json::Value {
+    let busy: Vec<_> = summary.batches.iter().filter(|batch| batch.events_in > 0).collect();
+    let (Some(first), Some(last)) =
+        (busy.iter().map(|b| b.launched_at_ms).min(), busy.iter().map(|b| b.finished_at_ms).max())
+    else {
+        return json!({ "events": 0 });
+    };
+    let events: u64 = busy.iter().map(|batch| batch.events_in).sum();
+    let seconds = (last - first).max(1) as f64 / 1000.0;
+    json!({ "events": events, "batches": busy.len(), "seconds": seconds, "events_per_s": events as f64 / seconds })
+}
+
+/// Whether each partition's logged offset ranges follow one another, batch by batch, with
+/// no gap and no overlap: what a replay of the batch log depends on.
+fn offset_ranges(summary: &sleet_wire::JobSummary) -> serde_json::Value {
+    let mut next: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
+    let mut breaks = Vec::new();
+    let mut logged = 0;
+    for batch in &summary.batches {
+        for (partition, range) in &batch.source_ranges {
+            let SourceRange::Offsets { start, end } = *range else { continue };
+            logged += 1;
+            if let Some(expected) = next.insert(*partition, end) {
+                if start != expected {
+                    breaks
+                        .push(format!("batch {} partition {partition} starts at {start}, not {expected}", batch.batch));
+                }
+            }
+        }
+    }
+    breaks.truncate(10);
+    json!({ "ranges_logged": logged, "contiguous": logged > 0 && breaks.is_empty(), "breaks": breaks })
+}
+
+async fn wait_for_file(path: &Path) -> Result<()> {
+    for _ in 0..300 {
+        if path.is_file() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    anyhow::bail!("the producer did not write {} within 6 s", path.display())
+}
+
+/// A `sleet gen ysb` child process; killed if dropped before `finish`.
+struct Producer {
+    child: Option<std::process::Child>,
+}
+
+impl Drop for Producer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+struct ProducerRun {
+    produced: Produced,
+    cpu_seconds: Option<f64>,
+}
+
+impl Producer {
+    fn start(args: &[String]) -> Result<Producer> {
+        let exe = std::env::current_exe().context("finding the sleet executable")?;
+        let child = child_command(&exe)
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("starting the producer (sleet gen ysb)")?;
+        Ok(Producer { child: Some(child) })
+    }
+
+    /// Waits for the producer to end; its CPU time comes from `wait4`, which reaps it.
+    async fn finish(mut self) -> Result<ProducerRun> {
+        let mut child = self.child.take().context("the producer was already waited for")?;
+        let pid = child.id() as libc::pid_t;
+        let mut stdout = child.stdout.take().context("producer stdout")?;
+        let (status, usage, output) = tokio::task::spawn_blocking(move || {
+            let mut output = String::new();
+            std::io::Read::read_to_string(&mut stdout, &mut output).ok();
+            let mut status = 0;
+            // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: waits for our own child process, with valid pointers.
+            let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            (if reaped == pid { Some(status) } else { None }, usage, output)
+        })
+        .await?;
+        let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
+        let cpu = status.map(|_| seconds(usage.ru_utime) + seconds(usage.ru_stime));
+        anyhow::ensure!(
+            status.is_some_and(|status| libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0),
+            "the producer (sleet gen ysb) failed; its messages are above"
+        );
+        let produced: Produced = serde_json::from_str(output.trim()).context("reading what the producer wrote")?;
+        Ok(ProducerRun { produced, cpu_seconds: cpu })
+    }
+}

@@ -1,0 +1,347 @@
+//! sleet against a real Kafka broker (started by `scripts/kafka.sh`): a drained backlog and a
+//! live stream counted exactly, records from a producer that is not sleet's counted against
+//! a naive reference with their garbage in the dead letters, bad sources refused before
+//! anything runs, and a broker stopped for 10 s in the middle of a run.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::kafka::{broker_dir, brokers, fresh_topic, kafka_script, repo_root};
+use common::{run_with_limit, sleet, start_local_driver, test_dir, wait_with_limit, Reaper};
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("reading the result")).expect("result JSON")
+}
+
+fn assert_success(output: &std::process::Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({:?}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_preloaded_topic_is_drained_exactly_into_a_kafka_sink_with_bad_records_in_the_dead_letters() {
+    let dir = test_dir("kafka-drain");
+    let result = dir.join("drain.json");
+    let mut bench = sleet();
+    bench.args(["bench", "ysb", "--source", "kafka", "--brokers", brokers(), "--preload", "300000"]);
+    bench.args(["--rate", "100000", "--batch-interval", "50ms", "--bad-fraction", "0.01", "--workers", "2"]);
+    // The results go to a Kafka topic too, and are checked read back from it.
+    bench.arg("--sink-kafka");
+    bench.arg("--json").arg(&result).arg("--out").arg(dir.join("out"));
+    let output = run_with_limit(bench, Duration::from_secs(180));
+    assert_success(&output, "bench ysb --source kafka --preload");
+    let json = read_json(&result);
+    assert_eq!(json["correct"], true, "{json:#}");
+    assert_eq!(json["events_in"], 300_000);
+    assert_eq!(json["config"]["sink"], "kafka");
+    assert!(json["dead_letters"].as_u64().expect("dead letters") > 1_000, "1 % of 300 000 are bad");
+    assert_eq!(json["dead_letters"], json["dead_letters_expected"]);
+    assert!(json["kafka"]["drain"]["events_per_s"].as_f64().expect("drain rate") > 0.0);
+    assert!(json["kafka"]["cpu_us_per_event"]["sleet"].as_f64().expect("sleet cpu") > 0.0);
+    assert!(json["kafka"]["cpu_us_per_event"]["producer"].as_f64().expect("producer cpu") > 0.0);
+    // Every batch logged the offsets it read on each partition, and the ranges of a
+    // partition follow each other without gap or overlap.
+    assert_eq!(json["kafka"]["offset_ranges"]["contiguous"], true, "{:#}", json["kafka"]["offset_ranges"]);
+    // A dead letter says where its record is.
+    let letters = std::fs::read_to_string(
+        dir.join("out/dead-letters").read_dir().expect("dead letters").next().expect("a file").expect("entry").path(),
+    )
+    .expect("dead letter file");
+    let letter: serde_json::Value = serde_json::from_str(letters.lines().next().expect("a dead letter")).expect("JSON");
+    assert!(letter["source"]["topic"].as_str().expect("topic").starts_with("sleet-bench-"), "{letter}");
+    assert!(letter["source"]["offset"].as_i64().expect("offset") >= 0, "{letter}");
+}
+
+#[test]
+fn a_live_stream_is_counted_exactly() {
+    let dir = test_dir("kafka-live");
+    let result = dir.join("live.json");
+    let mut bench = sleet();
+    bench.args(["bench", "ysb", "--source", "kafka", "--brokers", brokers(), "--rate", "50000"]);
+    bench.args(["--batch-interval", "20ms", "--duration", "8s", "--warmup", "2s", "--workers", "2"]);
+    bench.arg("--json").arg(&result);
+    let output = run_with_limit(bench, Duration::from_secs(120));
+    assert_success(&output, "bench ysb --source kafka (live)");
+    let json = read_json(&result);
+    assert_eq!(json["correct"], true, "{json:#}");
+    assert_eq!(json["events_in"], json["kafka"]["events_written"]);
+}
+
+/// A driver and one worker on loopback; the reaper stops them.
+fn cluster() -> (Reaper, String) {
+    let (driver, address) = start_local_driver(&[]);
+    let worker = sleet()
+        .args(["worker", "--driver", &address, "--cores", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("worker");
+    (Reaper(vec![driver, worker]), address)
+}
+
+fn job_file(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
+    let mut job = sleet();
+    job.args(["job", "ysb", "--source", "kafka"]).args(args);
+    job.arg("--sink-dir").arg(dir.join(format!("{name}-results")));
+    let output = run_with_limit(job, Duration::from_secs(30));
+    assert_success(&output, "sleet job ysb");
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, &output.stdout).expect("job file");
+    path
+}
+
+fn submit(job: &Path, driver: &str, limit: Duration) -> std::process::Output {
+    let mut submit = sleet();
+    submit.arg("submit").arg(job).args(["--driver", driver]);
+    run_with_limit(submit, limit)
+}
+
+fn produce_events(topic: &str, partitions: u32, count: u32) {
+    let mut gen = sleet();
+    gen.args(["gen", "ysb", "--brokers", brokers(), "--topic", topic, "--partitions", &partitions.to_string()]);
+    gen.args(["--count", &count.to_string(), "--campaigns-out"]).arg(std::env::temp_dir().join(format!("{topic}.csv")));
+    assert_success(&run_with_limit(gen, Duration::from_secs(60)), "sleet gen ysb");
+}
+
+#[test]
+fn bad_sources_are_refused_before_anything_runs_naming_what_is_wrong() {
+    let dir = test_dir("kafka-refused");
+    let (_cluster, driver) = cluster();
+
+    let unreachable = job_file(&dir, "unreachable", &["--brokers", "127.0.0.1:1", "--topic", "ysb"]);
+    let output = submit(&unreachable, &driver, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("127.0.0.1:1") && stderr.contains("rejected"), "{stderr}");
+
+    let missing = job_file(&dir, "missing", &["--brokers", brokers(), "--topic", "no-such-topic-here"]);
+    let output = submit(&missing, &driver, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`no-such-topic-here` does not exist"), "{stderr}");
+
+    // A job planned for 3 partitions of a topic that has 2.
+    let topic = fresh_topic("resized");
+    produce_events(&topic, 2, 100);
+    let planned = job_file(&dir, "planned", &["--brokers", brokers(), "--topic", &topic]);
+    let text = std::fs::read_to_string(&planned).expect("job file");
+    let mut job: serde_json::Value = serde_json::from_str(&text).expect("job JSON");
+    job["plan"]["nodes"][0]["operator"]["source"]["spec"]["partitions"] = serde_json::json!(3);
+    std::fs::write(&planned, job.to_string()).expect("job file");
+    let output = submit(&planned, &driver, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&format!("`{topic}` has 2 partitions, the job was planned for 3")), "{stderr}");
+
+    // Offsets the broker no longer has (records deleted, as retention does) are refused,
+    // never skipped silently.
+    let deletion = dir.join("delete.json");
+    std::fs::write(
+        &deletion,
+        format!(r#"{{"version":1,"partitions":[{{"topic":"{topic}","partition":0,"offset":20}}]}}"#),
+    )
+    .expect("deletion file");
+    let deletion = deletion.display().to_string();
+    kafka_script(&[
+        "tool",
+        "org.apache.kafka.tools.DeleteRecordsCommand",
+        "--bootstrap-server",
+        brokers(),
+        "--offset-json-file",
+        &deletion,
+    ]);
+    job["plan"]["nodes"][0]["operator"]["source"]["spec"]["partitions"] = serde_json::json!(2);
+    job["plan"]["nodes"][0]["operator"]["source"]["spec"]["start"] = serde_json::json!({"offsets": [5, 0]});
+    std::fs::write(&planned, job.to_string()).expect("job file");
+    let output = submit(&planned, &driver, Duration::from_secs(30));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{topic}/0: offset 5 is no longer on the broker (the log starts at 20")),
+        "{stderr}"
+    );
+}
+
+/// One record as another producer might write it: keys in another order, event time bare or
+/// quoted, extra fields.
+fn foreign_record(index: u32, ads: &[String], base_ms: i64) -> (String, Option<(String, i64)>) {
+    let ad = &ads[(index as usize * 7) % ads.len()];
+    let event_type = ["view", "click", "purchase"][(index % 3) as usize];
+    // Mostly increasing, a little out of order, as real event times are.
+    let time = base_ms + index as i64 * 13 - (index as i64 % 7) * 50;
+    let line = if index % 2 == 0 {
+        format!(
+            r#"{{"event_time":{time},"ad_id":"{ad}","event_type":"{event_type}","user_id":"u{index}","page_id":"p","ad_type":"banner","ip_address":"1.2.3.4","extra":[1,2]}}"#
+        )
+    } else {
+        format!(
+            r#"{{"ip_address":"1.2.3.4","ad_type":"mail","page_id":"p","user_id":"u{index}","event_type":"{event_type}","ad_id":"{ad}","event_time":"{time}"}}"#
+        )
+    };
+    (line, (event_type == "view").then(|| (ad.clone(), time)))
+}
+
+#[test]
+fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettered() {
+    let dir = test_dir("kafka-foreign");
+    let topic = fresh_topic("foreign");
+    // The topic and its partitions come from sleet's producer, so the console producer
+    // (which would auto-create nothing: the broker refuses that) has somewhere to write.
+    produce_events(&topic, 2, 0);
+    let ads: Vec<String> = (0..20).map(|ad| format!("ad-{ad:02}")).collect();
+    let campaign_of = |ad: &str| format!("campaign-{}", ad[3..].parse::<u32>().expect("ad number") % 5);
+    let mut csv = String::from("ad_id,campaign_id\n");
+    for ad in &ads {
+        csv.push_str(&format!("{ad},{}\n", campaign_of(ad)));
+    }
+    let campaigns = dir.join("campaigns.csv");
+    std::fs::write(&campaigns, csv).expect("campaigns");
+
+    let base_ms = 1_700_000_000_000;
+    let mut lines = Vec::new();
+    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    let mut garbage = 0;
+    for index in 0..3_000u32 {
+        if index % 100 == 42 {
+            lines.push(
+                [
+                    "{\"ad_id\": \"ad-01\", \"event_time\": ",
+                    "not json at all",
+                    "{\"event_time\":\"soon\",\"ad_id\":\"ad-02\",\"event_type\":\"view\"}",
+                ][(index / 100 % 3) as usize]
+                    .to_string(),
+            );
+            garbage += 1;
+            continue;
+        }
+        let (line, view) = foreign_record(index, &ads, base_ms);
+        if let Some((ad, time)) = view {
+            *expected.entry((campaign_of(&ad), time - time.rem_euclid(10_000))).or_default() += 1;
+        }
+        lines.push(line);
+    }
+    let mut console = Command::new(repo_root().join("scripts/kafka.sh"))
+        .args(["tool", "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", brokers(), "--topic", &topic])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("Kafka's console producer");
+    {
+        let mut stdin = console.stdin.take().expect("stdin");
+        for line in &lines {
+            writeln!(stdin, "{line}").expect("writing to the console producer");
+        }
+    }
+    let status = wait_with_limit(&mut console, Duration::from_secs(60));
+    assert!(status.success(), "the console producer failed");
+
+    let (_cluster, driver) = cluster();
+    let campaigns_arg = campaigns.display().to_string();
+    let job = job_file(
+        &dir,
+        "foreign",
+        &[
+            "--brokers",
+            brokers(),
+            "--topic",
+            &topic,
+            "--start",
+            "earliest",
+            "--campaigns",
+            &campaigns_arg,
+            "--duration",
+            "6s",
+        ],
+    );
+    let mut job_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&job).expect("job")).expect("JSON");
+    job_json["settings"]["dead_letter_dir"] = serde_json::json!(dir.join("dead-letters").display().to_string());
+    std::fs::write(&job, job_json.to_string()).expect("job file");
+    let output = submit(&job, &driver, Duration::from_secs(60));
+    assert_success(&output, "sleet submit");
+
+    let mut found: BTreeMap<(String, i64), (u64, u64)> = BTreeMap::new();
+    for file in std::fs::read_dir(dir.join("foreign-results")).expect("results") {
+        for line in std::fs::read_to_string(file.expect("entry").path()).expect("result file").lines() {
+            let row: serde_json::Value = serde_json::from_str(line).expect("row");
+            let key = (
+                row["campaign_id"].as_str().expect("campaign").to_string(),
+                row["window_start"].as_i64().expect("window"),
+            );
+            let (count, batch) = (row["count"].as_u64().expect("count"), row["batch"].as_u64().expect("batch"));
+            let entry = found.entry(key).or_insert((count, batch));
+            if batch >= entry.1 {
+                *entry = (count, batch);
+            }
+        }
+    }
+    let found: BTreeMap<(String, i64), u64> = found.into_iter().map(|(key, (count, _))| (key, count)).collect();
+    assert_eq!(found, expected);
+
+    let mut letters = Vec::new();
+    for file in std::fs::read_dir(dir.join("dead-letters")).expect("dead letters") {
+        for line in std::fs::read_to_string(file.expect("entry").path()).expect("dead letter file").lines() {
+            letters.push(serde_json::from_str::<serde_json::Value>(line).expect("dead letter"));
+        }
+    }
+    assert_eq!(letters.len(), garbage, "{letters:#?}");
+    for letter in &letters {
+        assert_eq!(letter["source"]["topic"], topic.as_str(), "{letter}");
+        assert!(letter["source"]["offset"].as_i64().is_some(), "{letter}");
+    }
+}
+
+fn start_own_broker(port: u16) -> String {
+    kafka_script(&["start", "--port", &port.to_string(), "--dir", &broker_dir(port)])
+}
+
+/// Stops the test's own broker even when the test fails.
+struct OwnBroker(u16);
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_root().join("scripts/kafka.sh"))
+            .args(["stop", "--port", &self.0.to_string(), "--dir", &broker_dir(self.0)])
+            .status();
+    }
+}
+
+#[test]
+fn a_broker_stopped_for_ten_seconds_mid_run_loses_and_doubles_nothing() {
+    let port = 19192;
+    let _ = std::fs::remove_dir_all(broker_dir(port));
+    let address = start_own_broker(port);
+    let _broker = OwnBroker(port);
+    let dir = test_dir("kafka-restart");
+    let result = dir.join("restart.json");
+    let bench: Child = sleet()
+        .args(["bench", "ysb", "--source", "kafka", "--brokers", &address, "--rate", "20000"])
+        .args(["--batch-interval", "50ms", "--duration", "30s", "--warmup", "2s", "--workers", "2"])
+        .arg("--json")
+        .arg(&result)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bench");
+    let mut reaper = Reaper(vec![bench]);
+    std::thread::sleep(Duration::from_secs(7));
+    kafka_script(&["stop", "--port", &port.to_string(), "--dir", &broker_dir(port)]);
+    std::thread::sleep(Duration::from_secs(10));
+    start_own_broker(port);
+    let status = wait_with_limit(&mut reaper.0[0], Duration::from_secs(150));
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(reaper.0[0].stderr.as_mut().expect("piped"), &mut stderr).expect("stderr");
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("source waiting"), "the status line says the source waits:\n{stderr}");
+    let json = read_json(&result);
+    assert_eq!(json["correct"], true, "{json:#}");
+    assert_eq!(json["events_in"], json["kafka"]["events_written"]);
+}

@@ -1,0 +1,122 @@
+//! One TCP connection to one broker: framed requests and responses, one at a time.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
+
+use crate::error::KafkaError;
+use crate::versions::ApiVersions;
+
+const CLIENT_ID: &str = "sleet";
+/// A fetch long-polls for at most its own wait, so anything slower than this is a broker
+/// that is gone or stuck.
+const IO_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Larger responses are a protocol error, not something to allocate.
+const RESPONSE_BYTES_MAX: usize = 256 << 20;
+
+pub struct Connection {
+    broker: String,
+    stream: TcpStream,
+    next_correlation_id: i32,
+    versions: ApiVersions,
+    request: BytesMut,
+}
+
+impl Connection {
+    pub fn open(broker: &str) -> Result<Self, KafkaError> {
+        let unreachable = |reason: String| KafkaError::Unreachable { broker: broker.to_string(), reason };
+        let addresses = broker.to_socket_addrs().map_err(|error| unreachable(error.to_string()))?;
+        let mut last_error = format!("`{broker}` resolves to no address");
+        let mut stream = None;
+        for address in addresses {
+            match TcpStream::connect_timeout(&address, CONNECT_TIMEOUT) {
+                Ok(connected) => {
+                    stream = Some(connected);
+                    break;
+                }
+                Err(error) => last_error = error.to_string(),
+            }
+        }
+        let stream = stream.ok_or_else(|| unreachable(last_error))?;
+        let setup = |result: std::io::Result<()>| result.map_err(|error| unreachable(error.to_string()));
+        setup(stream.set_nodelay(true))?;
+        setup(stream.set_read_timeout(Some(IO_TIMEOUT)))?;
+        setup(stream.set_write_timeout(Some(IO_TIMEOUT)))?;
+        let mut connection = Connection {
+            broker: broker.to_string(),
+            stream,
+            next_correlation_id: 0,
+            versions: ApiVersions::default(),
+            request: BytesMut::with_capacity(4096),
+        };
+        // Version 3 requires the client to name itself (letters, digits, `.` and `-`).
+        let hello = ApiVersionsRequest::default()
+            .with_client_software_name(StrBytes::from_static_str(CLIENT_ID))
+            .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+        let offered = connection.send(&hello, 3)?;
+        connection.versions = ApiVersions::from_response(broker, &offered)?;
+        Ok(connection)
+    }
+
+    pub fn broker(&self) -> &str {
+        &self.broker
+    }
+
+    /// Sends `request` at the version this client speaks for its API, checked against what
+    /// the broker offered, and waits for the response.
+    pub fn call<R: Request>(&mut self, request: &R) -> Result<R::Response, KafkaError> {
+        let version = self.versions.check::<R>(&self.broker)?;
+        self.send(request, version)
+    }
+
+    fn send<R: Request>(&mut self, request: &R, version: i16) -> Result<R::Response, KafkaError> {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = self.next_correlation_id.wrapping_add(1);
+        let api_key = ApiKey::try_from(R::KEY).map_err(|()| self.protocol(format!("unknown API key {}", R::KEY)))?;
+        let header = RequestHeader::default()
+            .with_request_api_key(R::KEY)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str(CLIENT_ID)));
+        self.request.clear();
+        self.request.extend_from_slice(&[0; 4]);
+        let header_version = api_key.request_header_version(version);
+        header.encode(&mut self.request, header_version).map_err(|error| self.protocol(error.to_string()))?;
+        request.encode(&mut self.request, version).map_err(|error| self.protocol(error.to_string()))?;
+        let length = (self.request.len() - 4) as u32;
+        self.request[..4].copy_from_slice(&length.to_be_bytes());
+        self.stream.write_all(&self.request).map_err(|error| self.io_error(error))?;
+
+        let mut length = [0u8; 4];
+        self.stream.read_exact(&mut length).map_err(|error| self.io_error(error))?;
+        let length = u32::from_be_bytes(length) as usize;
+        if length > RESPONSE_BYTES_MAX {
+            return Err(self.protocol(format!("a response of {length} bytes")));
+        }
+        let mut body = BytesMut::zeroed(length);
+        self.stream.read_exact(&mut body).map_err(|error| self.io_error(error))?;
+        let mut body: Bytes = body.freeze();
+        let response_header = ResponseHeader::decode(&mut body, R::Response::header_version(version))
+            .map_err(|error| self.protocol(error.to_string()))?;
+        if response_header.correlation_id != correlation_id {
+            return Err(self.protocol(format!(
+                "response to request {} arrived for request {correlation_id}",
+                response_header.correlation_id
+            )));
+        }
+        R::Response::decode(&mut body, version).map_err(|error| self.protocol(format!("decoding {api_key:?}: {error}")))
+    }
+
+    fn io_error(&self, error: std::io::Error) -> KafkaError {
+        KafkaError::Unreachable { broker: self.broker.clone(), reason: error.to_string() }
+    }
+
+    fn protocol(&self, reason: String) -> KafkaError {
+        KafkaError::Protocol { broker: self.broker.clone(), reason }
+    }
+}

@@ -1,0 +1,171 @@
+//! Reading one partition by offset: Fetch requests to its leader, records parsed in place.
+
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::ResponseError;
+
+use crate::cluster::Cluster;
+use crate::error::KafkaError;
+use crate::offsets::{list_offset, OffsetQuery};
+use crate::records::{parse_batches, AbortedTransactions, Record};
+
+/// How a partition is read.
+#[derive(Debug, Clone, Copy)]
+pub struct FetchSettings {
+    /// `offsets::READ_COMMITTED` or `READ_UNCOMMITTED`.
+    pub isolation_level: i8,
+    /// How long the broker may hold a fetch open waiting for data.
+    pub max_wait_ms: i32,
+    pub max_bytes: i32,
+}
+
+impl Default for FetchSettings {
+    fn default() -> Self {
+        FetchSettings { isolation_level: crate::offsets::READ_COMMITTED, max_wait_ms: 5, max_bytes: 8 << 20 }
+    }
+}
+
+/// What one fetch read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fetched {
+    pub next_offset: i64,
+    pub records: u64,
+    /// The end of what a reader at this isolation level may read now.
+    pub readable_end: i64,
+}
+
+pub struct PartitionReader {
+    cluster: Cluster,
+    topic: String,
+    partition: u32,
+    settings: FetchSettings,
+    leader: Option<i32>,
+    scratch: Vec<u8>,
+}
+
+impl PartitionReader {
+    pub fn new(brokers: &str, topic: &str, partition: u32, settings: FetchSettings) -> Self {
+        PartitionReader {
+            cluster: Cluster::new(brokers),
+            topic: topic.to_string(),
+            partition,
+            settings,
+            leader: None,
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn topic(&self) -> &str {
+        &self.topic
+    }
+
+    pub fn partition(&self) -> u32 {
+        self.partition
+    }
+
+    pub fn offset(&mut self, query: OffsetQuery) -> Result<i64, KafkaError> {
+        list_offset(&mut self.cluster, &self.topic, self.partition, query, self.settings.isolation_level)
+    }
+
+    /// One fetch from `from`, handing every record in `[from, end)` to `visit`. A transient
+    /// error (broker down, leader moved) drops the connection so the next call starts over.
+    pub fn fetch(&mut self, from: i64, end: i64, visit: &mut dyn FnMut(Record<'_>)) -> Result<Fetched, KafkaError> {
+        let result = self.fetch_from_leader(from, end, visit);
+        if let Err(error) = &result {
+            if error.is_transient() {
+                if let Some(leader) = self.leader.take() {
+                    self.cluster.forget(leader);
+                }
+            }
+        }
+        result
+    }
+
+    fn fetch_from_leader(
+        &mut self,
+        from: i64,
+        end: i64,
+        visit: &mut dyn FnMut(Record<'_>),
+    ) -> Result<Fetched, KafkaError> {
+        let leader = match self.leader {
+            Some(leader) => leader,
+            None => {
+                let leader = self.cluster.leader(&self.topic, self.partition)?;
+                self.leader = Some(leader);
+                leader
+            }
+        };
+        let request = FetchRequest::default()
+            .with_replica_id(BrokerId(-1))
+            .with_max_wait_ms(self.settings.max_wait_ms)
+            .with_min_bytes(1)
+            .with_max_bytes(self.settings.max_bytes)
+            .with_isolation_level(self.settings.isolation_level)
+            .with_session_id(0)
+            .with_session_epoch(-1)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_string(self.topic.clone())))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(self.partition as i32)
+                    .with_current_leader_epoch(-1)
+                    .with_fetch_offset(from)
+                    .with_last_fetched_epoch(-1)
+                    .with_log_start_offset(-1)
+                    .with_partition_max_bytes(self.settings.max_bytes)])]);
+        let response = self.cluster.broker(leader)?.call(&request)?;
+        if let Some(error) = ResponseError::try_from_code(response.error_code) {
+            return Err(KafkaError::Broker { api: "Fetch", what: self.what(), error });
+        }
+        let data = response
+            .responses
+            .iter()
+            .flat_map(|topic| topic.partitions.iter())
+            .find(|data| data.partition_index == self.partition as i32)
+            .ok_or_else(|| KafkaError::Protocol {
+                broker: self.cluster.brokers(),
+                reason: format!("no data for {}", self.what()),
+            })?;
+        match ResponseError::try_from_code(data.error_code) {
+            None => {}
+            Some(ResponseError::OffsetOutOfRange) => {
+                let log_start = self.offset(OffsetQuery::Earliest).unwrap_or(-1);
+                return Err(KafkaError::OffsetOutOfRange {
+                    topic: self.topic.clone(),
+                    partition: self.partition,
+                    offset: from,
+                    log_start,
+                });
+            }
+            Some(error) => return Err(KafkaError::Broker { api: "Fetch", what: self.what(), error }),
+        }
+        let readable_end =
+            if self.settings.isolation_level == crate::offsets::READ_COMMITTED && data.last_stable_offset >= 0 {
+                data.last_stable_offset
+            } else {
+                data.high_watermark
+            };
+        let aborted = data
+            .aborted_transactions
+            .iter()
+            .flatten()
+            .map(|aborted| (aborted.producer_id.0, aborted.first_offset))
+            .collect();
+        let records = data.records.as_deref().unwrap_or(&[]);
+        let parsed =
+            parse_batches(records, from, end, &mut AbortedTransactions::new(aborted), &mut self.scratch, visit)
+                .map_err(|reason| KafkaError::BadBatch {
+                    topic: self.topic.clone(),
+                    partition: self.partition,
+                    offset: from,
+                    reason,
+                })?;
+        // Past the readable end there is nothing to wait for; up to it, a fetch that parsed
+        // no whole batch has simply nothing new yet.
+        Ok(Fetched { next_offset: parsed.next_offset, records: parsed.records, readable_end })
+    }
+
+    fn what(&self) -> String {
+        format!("{}/{}", self.topic, self.partition)
+    }
+}
