@@ -1,7 +1,8 @@
 //! sleet against a real Kafka broker (started by `scripts/kafka.sh`): a drained backlog and a
 //! live stream counted exactly, records from a producer that is not sleet's counted against
 //! a naive reference with their garbage in the dead letters, bad sources refused before
-//! anything runs, and a broker stopped for 10 s in the middle of a run.
+//! anything runs, and a broker stopped for 10 s in the middle of a run. The same records in
+//! JSON-lines files, read by the file source, count the same.
 
 mod common;
 
@@ -91,7 +92,7 @@ fn cluster() -> (Reaper, String) {
 
 fn job_file(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
     let mut job = sleet();
-    job.args(["job", "ysb", "--source", "kafka"]).args(args);
+    job.args(["job", "ysb"]).args(args);
     job.arg("--sink-dir").arg(dir.join(format!("{name}-results")));
     let output = run_with_limit(job, Duration::from_secs(30));
     assert_success(&output, "sleet job ysb");
@@ -118,13 +119,15 @@ fn bad_sources_are_refused_before_anything_runs_naming_what_is_wrong() {
     let dir = test_dir("kafka-refused");
     let (_cluster, driver) = cluster();
 
-    let unreachable = job_file(&dir, "unreachable", &["--brokers", "127.0.0.1:1", "--topic", "ysb"]);
+    let unreachable =
+        job_file(&dir, "unreachable", &["--source", "kafka", "--brokers", "127.0.0.1:1", "--topic", "ysb"]);
     let output = submit(&unreachable, &driver, Duration::from_secs(60));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("127.0.0.1:1") && stderr.contains("rejected"), "{stderr}");
 
-    let missing = job_file(&dir, "missing", &["--brokers", brokers(), "--topic", "no-such-topic-here"]);
+    let missing =
+        job_file(&dir, "missing", &["--source", "kafka", "--brokers", brokers(), "--topic", "no-such-topic-here"]);
     let output = submit(&missing, &driver, Duration::from_secs(30));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("`no-such-topic-here` does not exist"), "{stderr}");
@@ -132,7 +135,7 @@ fn bad_sources_are_refused_before_anything_runs_naming_what_is_wrong() {
     // A job planned for 3 partitions of a topic that has 2.
     let topic = fresh_topic("resized");
     produce_events(&topic, 2, 100);
-    let planned = job_file(&dir, "planned", &["--brokers", brokers(), "--topic", &topic]);
+    let planned = job_file(&dir, "planned", &["--source", "kafka", "--brokers", brokers(), "--topic", &topic]);
     let text = std::fs::read_to_string(&planned).expect("job file");
     let mut job: serde_json::Value = serde_json::from_str(&text).expect("job JSON");
     job["plan"]["nodes"][0]["operator"]["source"]["spec"]["partitions"] = serde_json::json!(3);
@@ -195,38 +198,8 @@ fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettere
     // The topic and its partitions come from sleet's producer, so the console producer
     // (which would auto-create nothing: the broker refuses that) has somewhere to write.
     produce_events(&topic, 2, 0);
-    let ads: Vec<String> = (0..20).map(|ad| format!("ad-{ad:02}")).collect();
-    let campaign_of = |ad: &str| format!("campaign-{}", ad[3..].parse::<u32>().expect("ad number") % 5);
-    let mut csv = String::from("ad_id,campaign_id\n");
-    for ad in &ads {
-        csv.push_str(&format!("{ad},{}\n", campaign_of(ad)));
-    }
-    let campaigns = dir.join("campaigns.csv");
-    std::fs::write(&campaigns, csv).expect("campaigns");
-
-    let base_ms = 1_700_000_000_000;
-    let mut lines = Vec::new();
-    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
-    let mut garbage = 0;
-    for index in 0..3_000u32 {
-        if index % 100 == 42 {
-            lines.push(
-                [
-                    "{\"ad_id\": \"ad-01\", \"event_time\": ",
-                    "not json at all",
-                    "{\"event_time\":\"soon\",\"ad_id\":\"ad-02\",\"event_type\":\"view\"}",
-                ][(index / 100 % 3) as usize]
-                    .to_string(),
-            );
-            garbage += 1;
-            continue;
-        }
-        let (line, view) = foreign_record(index, &ads, base_ms);
-        if let Some((ad, time)) = view {
-            *expected.entry((campaign_of(&ad), time - time.rem_euclid(10_000))).or_default() += 1;
-        }
-        lines.push(line);
-    }
+    let campaigns = write_campaigns(&dir);
+    let (lines, expected, garbage) = foreign_records(3_000);
     let mut console = Command::new(repo_root().join("scripts/kafka.sh"))
         .args(["tool", "org.apache.kafka.tools.ConsoleProducer", "--bootstrap-server", brokers(), "--topic", &topic])
         .stdin(Stdio::piped())
@@ -249,6 +222,8 @@ fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettere
         &dir,
         "foreign",
         &[
+            "--source",
+            "kafka",
             "--brokers",
             brokers(),
             "--topic",
@@ -268,8 +243,20 @@ fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettere
     let output = submit(&job, &driver, Duration::from_secs(60));
     assert_success(&output, "sleet submit");
 
+    assert_eq!(final_counts(&dir.join("foreign-results")), expected);
+    let letters = dead_letters(&dir.join("dead-letters"));
+    assert_eq!(letters.len(), garbage, "{letters:#?}");
+    for letter in &letters {
+        assert_eq!(letter["source"]["topic"], topic.as_str(), "{letter}");
+        assert!(letter["source"]["offset"].as_i64().is_some(), "{letter}");
+    }
+}
+
+/// The (campaign, window) counts a results directory ends with: per key, the row of the
+/// highest batch.
+fn final_counts(results: &Path) -> BTreeMap<(String, i64), u64> {
     let mut found: BTreeMap<(String, i64), (u64, u64)> = BTreeMap::new();
-    for file in std::fs::read_dir(dir.join("foreign-results")).expect("results") {
+    for file in std::fs::read_dir(results).expect("results") {
         for line in std::fs::read_to_string(file.expect("entry").path()).expect("result file").lines() {
             let row: serde_json::Value = serde_json::from_str(line).expect("row");
             let key = (
@@ -283,20 +270,104 @@ fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettere
             }
         }
     }
-    let found: BTreeMap<(String, i64), u64> = found.into_iter().map(|(key, (count, _))| (key, count)).collect();
-    assert_eq!(found, expected);
+    found.into_iter().map(|(key, (count, _))| (key, count)).collect()
+}
 
+fn dead_letters(dir: &Path) -> Vec<serde_json::Value> {
     let mut letters = Vec::new();
-    for file in std::fs::read_dir(dir.join("dead-letters")).expect("dead letters") {
+    for file in std::fs::read_dir(dir).expect("dead letters") {
         for line in std::fs::read_to_string(file.expect("entry").path()).expect("dead letter file").lines() {
             letters.push(serde_json::from_str::<serde_json::Value>(line).expect("dead letter"));
         }
     }
-    assert_eq!(letters.len(), garbage, "{letters:#?}");
-    for letter in &letters {
-        assert_eq!(letter["source"]["topic"], topic.as_str(), "{letter}");
-        assert!(letter["source"]["offset"].as_i64().is_some(), "{letter}");
+    letters
+}
+
+fn campaign_of(ad: &str) -> String {
+    format!("campaign-{}", ad[3..].parse::<u32>().expect("ad number") % 5)
+}
+
+fn ads() -> Vec<String> {
+    (0..20).map(|ad| format!("ad-{ad:02}")).collect()
+}
+
+/// The ad → campaign table of the foreign records, as a CSV file in `dir`.
+fn write_campaigns(dir: &Path) -> std::path::PathBuf {
+    let mut csv = String::from("ad_id,campaign_id\n");
+    for ad in ads() {
+        csv.push_str(&format!("{ad},{}\n", campaign_of(&ad)));
     }
+    let campaigns = dir.join("campaigns.csv");
+    std::fs::write(&campaigns, csv).expect("campaigns");
+    campaigns
+}
+
+/// `count` records as another producer would write them, 1 % garbage, with the
+/// (campaign, window) counts a naive reference computes from them, and the garbage count.
+fn foreign_records(count: u32) -> (Vec<String>, BTreeMap<(String, i64), u64>, usize) {
+    let ads = ads();
+    let base_ms = 1_700_000_000_000;
+    let garbage_kinds = [
+        "{\"ad_id\": \"ad-01\", \"event_time\": ",
+        "not json at all",
+        "{\"event_time\":\"soon\",\"ad_id\":\"ad-02\",\"event_type\":\"view\"}",
+    ];
+    let mut lines = Vec::new();
+    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    let mut garbage = 0;
+    for index in 0..count {
+        if index % 100 == 42 {
+            lines.push(garbage_kinds[(index / 100 % 3) as usize].to_string());
+            garbage += 1;
+            continue;
+        }
+        let (line, view) = foreign_record(index, &ads, base_ms);
+        if let Some((ad, time)) = view {
+            *expected.entry((campaign_of(&ad), time - time.rem_euclid(10_000))).or_default() += 1;
+        }
+        lines.push(line);
+    }
+    (lines, expected, garbage)
+}
+
+#[test]
+fn json_lines_files_are_a_source_counted_exactly() {
+    let dir = test_dir("files-source");
+    let campaigns = write_campaigns(&dir);
+    let (lines, expected, garbage) = foreign_records(2_000);
+    let input = dir.join("input");
+    std::fs::create_dir_all(&input).expect("input dir");
+    // Two files, so two partitions; the second ends without a newline, as files often do.
+    let (first, second) = lines.split_at(lines.len() / 2);
+    std::fs::write(input.join("a.jsonl"), first.join("\n") + "\n").expect("file a");
+    std::fs::write(input.join("b.jsonl"), second.join("\n")).expect("file b");
+    let (_cluster, driver) = cluster();
+    let (input_arg, campaigns_arg) = (input.display().to_string(), campaigns.display().to_string());
+    let job = job_file(
+        &dir,
+        "files",
+        &[
+            "--source",
+            "files",
+            "--input",
+            &input_arg,
+            "--max-records-per-batch",
+            "300",
+            "--campaigns",
+            &campaigns_arg,
+            "--duration",
+            "4s",
+        ],
+    );
+    let mut job_json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&job).expect("job")).expect("JSON");
+    job_json["settings"]["dead_letter_dir"] = serde_json::json!(dir.join("dead-letters").display().to_string());
+    std::fs::write(&job, job_json.to_string()).expect("job file");
+    assert_success(&submit(&job, &driver, Duration::from_secs(60)), "sleet submit");
+    assert_eq!(final_counts(&dir.join("files-results")), expected);
+    let letters = dead_letters(&dir.join("dead-letters"));
+    assert_eq!(letters.len(), garbage, "{letters:#?}");
+    assert!(letters.iter().all(|letter| letter["source"]["byte"].as_i64().is_some()), "{letters:#?}");
 }
 
 fn start_own_broker(port: u16) -> String {
