@@ -158,14 +158,18 @@ impl Source for KafkaSource {
                 out.offsets = std::mem::take(&mut chunk.records.offsets);
                 out.positions = std::mem::take(&mut chunk.offsets);
             } else {
-                for index in chunk.taken..chunk.taken + take {
-                    match record_timestamp {
-                        Some(column) => {
-                            push_with_timestamp(out, chunk.records.get(index), column, chunk.timestamps[index])
+                match record_timestamp {
+                    Some(column) => {
+                        for index in chunk.taken..chunk.taken + take {
+                            push_with_timestamp(out, chunk.records.get(index), column, chunk.timestamps[index]);
+                            out.positions.push(chunk.offsets[index]);
                         }
-                        None => out.push(chunk.records.get(index)),
                     }
-                    out.positions.push(chunk.offsets[index]);
+                    None => {
+                        chunk.records.positions = std::mem::take(&mut chunk.offsets);
+                        out.extend_from(&chunk.records, chunk.taken..chunk.taken + take);
+                        chunk.offsets = std::mem::take(&mut chunk.records.positions);
+                    }
                 }
                 chunk.taken += take;
             }
@@ -232,6 +236,7 @@ fn prefetch(spec: &KafkaSourceSpec, partition: u32, shared: &Shared) {
     let mut reader = PartitionReader::new(&spec.brokers, &spec.topic, partition, fetch_settings(spec));
     let room_records = spec.max_records_per_partition_per_batch as usize * PREFETCH_BATCHES;
     let mut waiting_since: Option<Instant> = None;
+    let mut size_hint = (0, 0);
     loop {
         let (from, stop) = {
             let mut buffer = shared.buffer.lock().expect("buffer lock");
@@ -244,7 +249,7 @@ fn prefetch(spec: &KafkaSourceSpec, partition: u32, shared: &Shared) {
             return;
         }
         let from = from.expect("the start is resolved before the prefetcher starts");
-        let result = fetch_chunk(spec, &mut reader, from, shared);
+        let result = fetch_chunk(spec, &mut reader, from, shared, &mut size_hint);
         let mut buffer = shared.buffer.lock().expect("buffer lock");
         match result {
             Ok(()) => {
@@ -281,9 +286,18 @@ fn fetch_chunk(
     reader: &mut PartitionReader,
     from: i64,
     shared: &Shared,
+    size_hint: &mut (usize, usize),
 ) -> Result<(), KafkaError> {
-    let mut chunk =
-        Chunk { records: RawRecords::new(), offsets: Vec::new(), timestamps: Vec::new(), taken: 0, bytes: 0 };
+    // Sized like the previous fetch, with room to spare: growing a buffer of megabytes by
+    // doubling would copy it again, and a backlog's fetches all come full.
+    let (records_hint, bytes_hint) = *size_hint;
+    let mut chunk = Chunk {
+        records: RawRecords::with_capacity(records_hint + records_hint / 4, bytes_hint + bytes_hint / 4),
+        offsets: Vec::with_capacity(records_hint + records_hint / 4),
+        timestamps: Vec::new(),
+        taken: 0,
+        bytes: 0,
+    };
     let keep_timestamps = matches!(spec.event_time, EventTimeSource::RecordTimestamp(_));
     let fetched = reader.fetch(from, i64::MAX, &mut |record| {
         // A record without a value (a tombstone) is still a record of the range: it goes
@@ -294,6 +308,7 @@ fn fetch_chunk(
             chunk.timestamps.push(record.timestamp);
         }
     })?;
+    *size_hint = (chunk.offsets.len(), chunk.records.data.len());
     let mut buffer = shared.buffer.lock().expect("buffer lock");
     buffer.fetched_to = Some(fetched.next_offset);
     if !chunk.offsets.is_empty() {
