@@ -9,7 +9,7 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ use sleet_kafka::admin::{delete_topic, ensure_topic};
 use sleet_kafka::cluster::Cluster;
 use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
 
-use crate::bench_ysb::{group_status, BenchYsbArgs, Probe, RunOutcome};
+use crate::bench_ysb::{status_line, BenchYsbArgs, Probe, RunOutcome};
 use crate::client::run_job;
 use crate::cluster::{child_command, LocalCluster};
 use crate::gen_ysb::Produced;
@@ -38,31 +38,33 @@ const DRAIN_SLOWEST_EVENTS_PER_S: u64 = 100_000;
 pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Result<RunOutcome> {
     crate::bench_ysb::clear_run_outputs(run_dir)?;
     let partitions = args.partitions.unwrap_or(args.workers * args.cores_per_worker);
-    let brokers = args.input.brokers.clone();
+    let brokers = &args.input.brokers;
     let topic = format!("sleet-bench-{}-{}", std::process::id(), sleet_wire::clock::now_ms());
-    {
-        let (brokers, name) = (brokers.clone(), topic.clone());
-        tokio::task::spawn_blocking(move || ensure_topic(&mut Cluster::new(&brokers), &name, partitions))
-            .await?
-            .with_context(|| format!("creating topic `{topic}` (is a broker running? `scripts/kafka.sh start` starts one on 127.0.0.1:9092)"))?;
-    }
     let results_topic = format!("{topic}-results");
-    if args.sink_kafka {
-        let (brokers, name) = (brokers.clone(), results_topic.clone());
-        tokio::task::spawn_blocking(move || ensure_topic(&mut Cluster::new(&brokers), &name, partitions))
-            .await?
-            .with_context(|| format!("creating the results topic `{results_topic}`"))?;
-    }
     let sink_topic = args.sink_kafka.then_some(results_topic.as_str());
+    for name in [Some(topic.as_str()), sink_topic].into_iter().flatten() {
+        let name = name.to_string();
+        on_brokers(brokers, move |cluster| ensure_topic(cluster, &name, partitions)).await.with_context(|| {
+            format!("creating a topic of this run on {brokers} (is a broker running? `scripts/kafka.sh start` starts one on 127.0.0.1:9092)")
+        })?;
+    }
     let outcome = run_with_topic(args, probe, run_dir, &topic, sink_topic, partitions).await;
     for name in [Some(topic.as_str()), sink_topic].into_iter().flatten() {
-        let (brokers, name) = (brokers.clone(), name.to_string());
-        let cleanup = tokio::task::spawn_blocking(move || delete_topic(&mut Cluster::new(&brokers), &name)).await;
-        if let Ok(Err(error)) = cleanup {
-            eprintln!("  note: a topic of this run was not deleted: {error}");
+        let name = name.to_string();
+        if let Err(error) = on_brokers(brokers, move |cluster| delete_topic(cluster, &name)).await {
+            eprintln!("  note: a topic of this run was not deleted: {error:#}");
         }
     }
     outcome
+}
+
+/// Runs blocking client calls against `brokers` off the async threads.
+async fn on_brokers<T: Send + 'static>(
+    brokers: &str,
+    calls: impl FnOnce(&mut Cluster) -> Result<T, sleet_kafka::KafkaError> + Send + 'static,
+) -> Result<T> {
+    let brokers = brokers.to_string();
+    Ok(tokio::task::spawn_blocking(move || calls(&mut Cluster::new(&brokers))).await??)
 }
 
 async fn run_with_topic(
@@ -100,20 +102,21 @@ async fn run_with_topic(
         all
     };
 
+    let broker_cpu = || broker_pid.and_then(cpu_seconds);
+    let mut broker_preload_s = None;
     let preloaded = match args.preload {
         Some(count) => {
             eprintln!("bench ysb: preloading {count} events into `{topic}`");
-            let broker_before = broker_pid.and_then(cpu_seconds);
-            let run = Producer::start(&producer_args(vec!["--count".into(), count.to_string()]))?.finish().await?;
-            let broker_s = broker_pid.and_then(cpu_seconds).zip(broker_before).map(|(after, before)| after - before);
-            Some((run, broker_s))
+            let broker_before = broker_cpu();
+            let run =
+                ProducerProcess::start(&producer_args(vec!["--count".into(), count.to_string()]))?.finish().await?;
+            broker_preload_s = broker_cpu().zip(broker_before).map(|(after, before)| after - before);
+            Some(run)
         }
         None => None,
     };
     let duration = match &preloaded {
-        Some((run, _)) => {
-            probe.duration.max(Duration::from_secs(run.produced.events / DRAIN_SLOWEST_EVENTS_PER_S + 30))
-        }
+        Some(run) => probe.duration.max(Duration::from_secs(run.produced.events / DRAIN_SLOWEST_EVENTS_PER_S + 30)),
         None => probe.duration + LIVE_TAIL_MAX,
     };
     let sink = match sink_topic {
@@ -138,7 +141,7 @@ async fn run_with_topic(
     let live = match &preloaded {
         Some(_) => None,
         None => {
-            let live = Producer::start(&producer_args(vec![
+            let live = ProducerProcess::start(&producer_args(vec![
                 "--duration".into(),
                 format!("{}ms", probe.duration.as_millis()),
             ]))?;
@@ -151,7 +154,7 @@ async fn run_with_topic(
         "bench ysb {} (kafka `{topic}`): {} ({} ms batches, {} workers × {} cores)",
         probe.label,
         match &preloaded {
-            Some((run, _)) => format!("draining {} preloaded events", run.produced.events),
+            Some(run) => format!("draining {} preloaded events", run.produced.events),
             None => format!("{} events/s live for {}", probe.rate, crate::duration_arg::show(probe.duration)),
         },
         args.ysb.batch_interval_ms(),
@@ -161,12 +164,11 @@ async fn run_with_topic(
 
     let cluster = LocalCluster::start(args.workers, args.cores_per_worker, &run_dir.join("logs"))?;
     let sleet_before = total_cpu_seconds(&cluster.pids());
-    let broker_before = broker_pid.and_then(cpu_seconds);
+    let broker_before = broker_cpu();
     let started = std::time::Instant::now();
-    let drained = Arc::new(AtomicBool::new(false));
     // What the job must read before it stops: the preload, or what the live producer wrote
     // once it has finished (unknown until then).
-    let written = Arc::new(AtomicU64::new(preloaded.as_ref().map_or(u64::MAX, |(run, _)| run.produced.events)));
+    let written = Arc::new(AtomicU64::new(preloaded.as_ref().map_or(u64::MAX, |run| run.produced.events)));
     let live_task = live.map(|live| {
         let written = Arc::clone(&written);
         tokio::spawn(async move {
@@ -185,21 +187,10 @@ async fn run_with_topic(
         &cluster.driver_address,
         job,
         |progress| {
-            eprintln!(
-                "  [{:>4} s] {:>9.0} events/s  in {:>10}  batches {:>6}  lag {:>6} ms  window p99 {}  dead letters {}{}{}",
-                started.elapsed().as_secs(),
-                progress.events_per_s,
-                progress.events_in,
-                progress.batches_done,
-                progress.lag_ms,
-                progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
-                progress.dead_letters,
-                group_status(progress),
-                progress.source_waiting.as_ref().map_or(String::new(), |note| format!("  | source waiting: {note}"))
-            );
+            eprintln!("{}", status_line(started.elapsed(), progress));
             if progress.events_in >= written.load(Ordering::SeqCst) {
                 reports_since_all_read += 1;
-                if reports_since_all_read > 2 && !drained.swap(true, Ordering::SeqCst) {
+                if reports_since_all_read == 3 {
                     stop.notify_one();
                 }
             }
@@ -208,15 +199,13 @@ async fn run_with_topic(
     )
     .await;
     let sleet_s = total_cpu_seconds(&cluster.pids()) - sleet_before;
-    let broker_s = broker_pid.and_then(cpu_seconds).zip(broker_before).map(|(after, before)| after - before);
+    let broker_s = broker_cpu().zip(broker_before).map(|(after, before)| after - before);
     cluster.shutdown().await;
     crate::interrupt::check()?;
     let summary = summary?;
-    let (producer, broker_s) = match (preloaded, live_task) {
-        (Some((run, broker_preload_s)), _) => {
-            (run, broker_s.zip(broker_preload_s).map(|(drain, load)| (drain, Some(load))))
-        }
-        (None, Some(live)) => (live.await??, broker_s.map(|both| (both, None))),
+    let producer = match (preloaded, live_task) {
+        (Some(run), _) => run,
+        (None, Some(live)) => live.await??,
         (None, None) => unreachable!("either preloaded or live"),
     };
     let produced = &producer.produced;
@@ -227,6 +216,7 @@ async fn run_with_topic(
         }
         None => None,
     };
+    let per_event = |seconds: f64| seconds * 1e6 / produced.events.max(1) as f64;
 
     let plan = RunPlan {
         spec: &produced.spec,
@@ -260,17 +250,16 @@ async fn run_with_topic(
     let mut report = evaluate(&plan, &summary, &results_dir)?;
     let drain = drain_figures(&summary);
     let offset_ranges = offset_ranges(&summary);
-    let per_event = |seconds: f64| seconds * 1e6 / produced.events.max(1) as f64;
     report.json["kafka"] = json!({
         "events_written": produced.events,
         "producer_events_per_s": produced.events as f64 / produced.elapsed_s.max(1e-9),
         "drain": drain,
         "offset_ranges": offset_ranges,
         "cpu_definition": "CPU seconds (user + system, from /proc) over the job for sleet's driver and workers and for the broker, over its life for the producer; divided by the events written",
-        "cpu_seconds": { "sleet": sleet_s, "broker": broker_s.map(|(job, _)| job), "broker_while_preloading": broker_s.and_then(|(_, load)| load), "producer": producer.cpu_seconds },
+        "cpu_seconds": { "sleet": sleet_s, "broker": broker_s, "broker_while_preloading": broker_preload_s, "producer": producer.cpu_seconds },
         "cpu_us_per_event": {
             "sleet": per_event(sleet_s),
-            "broker": broker_s.map(|(job, _)| per_event(job)),
+            "broker": broker_s.map(per_event),
             "producer": producer.cpu_seconds.map(per_event),
         },
     });
@@ -287,7 +276,7 @@ async fn run_with_topic(
         "  kafka: drain {} events/s; cpu µs/event: sleet {:.2}, broker {}, producer {}",
         drain["events_per_s"].as_f64().map_or("-".into(), |rate| format!("{rate:.0}")),
         per_event(sleet_s),
-        broker_s.map_or("-".into(), |(job, _)| format!("{:.2}", per_event(job))),
+        broker_s.map_or("-".into(), |seconds| format!("{:.2}", per_event(seconds))),
         producer.cpu_seconds.map_or("-".into(), |seconds| format!("{:.2}", per_event(seconds)))
     );
     Ok(RunOutcome { report, last_status_events_per_s: None })
@@ -339,11 +328,11 @@ async fn wait_for_file(path: &Path) -> Result<()> {
 }
 
 /// A `sleet gen ysb` child process; killed if dropped before `finish`.
-struct Producer {
+struct ProducerProcess {
     child: Option<std::process::Child>,
 }
 
-impl Drop for Producer {
+impl Drop for ProducerProcess {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
@@ -357,8 +346,8 @@ struct ProducerRun {
     cpu_seconds: Option<f64>,
 }
 
-impl Producer {
-    fn start(args: &[String]) -> Result<Producer> {
+impl ProducerProcess {
+    fn start(args: &[String]) -> Result<ProducerProcess> {
         let exe = std::env::current_exe().context("finding the sleet executable")?;
         let child = child_command(&exe)
             .args(args)
@@ -366,7 +355,7 @@ impl Producer {
             .stderr(Stdio::inherit())
             .spawn()
             .context("starting the producer (sleet gen ysb)")?;
-        Ok(Producer { child: Some(child) })
+        Ok(ProducerProcess { child: Some(child) })
     }
 
     /// Waits for the producer to end; its CPU time comes from `wait4`, which reaps it.

@@ -90,6 +90,24 @@ pub fn group_status(progress: &JobProgress) -> String {
     }
 }
 
+/// A benchmark's status line, printed on each progress report: the last second's rate, the
+/// totals so far, the lag, the recent window latency, the scheduler's group and what the
+/// source waits for, if anything.
+pub fn status_line(elapsed: Duration, progress: &JobProgress) -> String {
+    format!(
+        "  [{:>4} s] {:>9.0} events/s  batches {:>6}  events in {:>10}  lag {:>6} ms  window p99 {}  dead letters {}{}{}",
+        elapsed.as_secs(),
+        progress.events_per_s,
+        progress.batches_done,
+        progress.events_in,
+        progress.lag_ms,
+        progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
+        progress.dead_letters,
+        group_status(progress),
+        progress.source_waiting.as_ref().map_or(String::new(), |note| format!("  | source waiting: {note}"))
+    )
+}
+
 /// Runs the benchmark; `Ok(false)` means the results did not match the ground truth.
 pub async fn run(args: BenchYsbArgs) -> Result<bool> {
     anyhow::ensure!((0.0..1.0).contains(&args.bad_fraction), "--bad-fraction must be in [0, 1)");
@@ -296,16 +314,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
                 return;
             }
             last_status = Some(progress.events_per_s);
-            eprintln!(
-                "  [{:>4} s] {:>9.0} events/s  batches {:>6}  lag {:>6} ms  window p99 {}  dead letters {}{}",
-                started.elapsed().as_secs(),
-                progress.events_per_s,
-                progress.batches_done,
-                progress.lag_ms,
-                progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
-                progress.dead_letters,
-                group_status(progress)
-            );
+            eprintln!("{}", status_line(started.elapsed(), progress));
             if probe.give_up_lag_ms.is_some_and(|limit| progress.lag_ms > limit)
                 && !gave_up.swap(true, Ordering::SeqCst)
             {

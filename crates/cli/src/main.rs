@@ -122,6 +122,10 @@ enum JobWorkload {
         /// JSON record per row, keyed by campaign and window.
         #[arg(long)]
         sink_topic: Option<String>,
+        /// Directory the workers write bad records to, each with its reason and, for Kafka
+        /// and files, where it came from (created on the first bad record).
+        #[arg(long, default_value = "sleet-dead-letters")]
+        dead_letter_dir: String,
         #[command(flatten)]
         input: ysb_input::InputFlags,
     },
@@ -252,7 +256,9 @@ async fn run(command: Command) -> Result<ExitCode> {
                 summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
             );
         }
-        Command::Job { workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, input } } => {
+        Command::Job {
+            workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, dead_letter_dir, input },
+        } => {
             anyhow::ensure!(partitions >= 1, "--partitions must be at least 1");
             let sink = match (sink_topic, sink_dir.as_str()) {
                 (Some(topic), _) => ysb_job::kafka_sink(&input.brokers, &topic),
@@ -262,6 +268,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             let options = ysb_job::YsbOptions {
                 input: input.input()?,
                 campaigns: input.campaigns()?,
+                dead_letter_dir: Some(dead_letter_dir),
                 ..ysb.options(partitions, duration, sink)
             };
             let job = ysb_job::ysb_job(&options)?;

@@ -10,23 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run_with_limit, sleet, test_dir, wait_with_limit, Reaper};
+use common::{run_with_limit, sleet, start_worker, test_dir, wait_with_limit, Reaper};
 
 const INTERRUPTED: i32 = 130;
 
 /// Starts a driver on `listen` and returns it with the address it printed.
 fn start_driver(listen: &str, extra: &[&str]) -> (Child, String) {
     common::start_driver_on(listen, extra)
-}
-
-fn start_worker(driver: &str, extra: &[&str]) -> Child {
-    sleet()
-        .args(["worker", "--driver", driver])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting a worker")
 }
 
 /// A ysb job file of `duration` writing its results under `dir`.

@@ -49,13 +49,7 @@ fn a_worker_killed_mid_run_fails_the_job_with_a_clear_error() {
     let (driver, address) = common::start_local_driver(&["--expect-workers", "2"]);
     let mut processes = Reaper(vec![driver]);
     for _ in 0..2 {
-        let worker = sleet()
-            .args(["worker", "--driver", &address, "--cores", "1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("worker");
-        processes.0.push(worker);
+        processes.0.push(common::start_worker(&address, &["--cores", "1"]));
     }
     let mut submit = sleet()
         .arg("submit")

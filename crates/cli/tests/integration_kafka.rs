@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::kafka::{broker_dir, brokers, fresh_topic, kafka_script, repo_root};
-use common::{run_with_limit, sleet, start_local_driver, test_dir, wait_with_limit, Reaper};
+use common::{run_with_limit, sleet, start_local_driver, start_worker, test_dir, wait_with_limit, Reaper};
 
 fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("reading the result")).expect("result JSON")
@@ -81,12 +81,7 @@ fn a_live_stream_is_counted_exactly() {
 /// A driver and one worker on loopback; the reaper stops them.
 fn cluster() -> (Reaper, String) {
     let (driver, address) = start_local_driver(&[]);
-    let worker = sleet()
-        .args(["worker", "--driver", &address, "--cores", "2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("worker");
+    let worker = start_worker(&address, &["--cores", "2"]);
     (Reaper(vec![driver, worker]), address)
 }
 
@@ -94,6 +89,7 @@ fn job_file(dir: &Path, name: &str, args: &[&str]) -> std::path::PathBuf {
     let mut job = sleet();
     job.args(["job", "ysb"]).args(args);
     job.arg("--sink-dir").arg(dir.join(format!("{name}-results")));
+    job.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
     let output = run_with_limit(job, Duration::from_secs(30));
     assert_success(&output, "sleet job ysb");
     let path = dir.join(format!("{name}.json"));
@@ -236,10 +232,6 @@ fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettere
             "6s",
         ],
     );
-    let mut job_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&job).expect("job")).expect("JSON");
-    job_json["settings"]["dead_letter_dir"] = serde_json::json!(dir.join("dead-letters").display().to_string());
-    std::fs::write(&job, job_json.to_string()).expect("job file");
     let output = submit(&job, &driver, Duration::from_secs(60));
     assert_success(&output, "sleet submit");
 
@@ -359,10 +351,6 @@ fn json_lines_files_are_a_source_counted_exactly() {
             "4s",
         ],
     );
-    let mut job_json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&job).expect("job")).expect("JSON");
-    job_json["settings"]["dead_letter_dir"] = serde_json::json!(dir.join("dead-letters").display().to_string());
-    std::fs::write(&job, job_json.to_string()).expect("job file");
     assert_success(&submit(&job, &driver, Duration::from_secs(60)), "sleet submit");
     assert_eq!(final_counts(&dir.join("files-results")), expected);
     let letters = dead_letters(&dir.join("dead-letters"));

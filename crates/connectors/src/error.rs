@@ -17,7 +17,7 @@ pub enum ConnectorError {
     Format { path: PathBuf, line: usize, reason: String },
     /// A source or sink outside the process (Kafka, a file) cannot be used as the job says.
     #[error("{what}: {reason}")]
-    Source { what: String, reason: String },
+    External { what: String, reason: String },
 }
 
 impl ConnectorError {

@@ -37,7 +37,7 @@ pub fn partitions_of(path: &str) -> Result<Vec<PathBuf>, ConnectorError> {
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(ConnectorError::Source {
+        return Err(ConnectorError::External {
             what: format!("file source {}", path.display()),
             reason: "holds no *.jsonl or *.json files".into(),
         });
@@ -64,7 +64,7 @@ impl FileSource {
 
     fn open(&self) -> Result<Reader, ConnectorError> {
         let files = partitions_of(&self.spec.path)?;
-        let path = files.get(self.partition as usize).cloned().ok_or_else(|| ConnectorError::Source {
+        let path = files.get(self.partition as usize).cloned().ok_or_else(|| ConnectorError::External {
             what: format!("file source {}", self.spec.path),
             reason: format!("has {} files now; partition {} has none", files.len(), self.partition),
         })?;

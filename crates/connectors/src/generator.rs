@@ -3,7 +3,7 @@
 
 use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
-use sleet_plan::{SourceRange, SourceSpec};
+use sleet_plan::SourceRange;
 
 use crate::error::ConnectorError;
 use crate::numbers::NumbersGenerator;
@@ -16,16 +16,6 @@ pub enum Generator {
 }
 
 impl Generator {
-    pub fn new(spec: &SourceSpec, partition: u32) -> Generator {
-        match spec {
-            SourceSpec::Ysb(ysb) => Generator::Ysb(YsbGenerator::new(ysb, partition)),
-            SourceSpec::Numbers(numbers) => Generator::Numbers(NumbersGenerator::new(numbers, partition)),
-            SourceSpec::Kafka(_) | SourceSpec::Files(_) => {
-                unreachable!("open_source opens only generators as Generator")
-            }
-        }
-    }
-
     /// Appends this partition's records for `[start_ms, end_ms)`; returns how many.
     pub fn generate(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> u64 {
         match self {

@@ -57,10 +57,10 @@ struct Buffer {
     chunks: VecDeque<Chunk>,
     records: usize,
     bytes: usize,
-    /// Where the next batch starts; `None` until the start position is resolved.
-    position: Option<i64>,
+    /// Where the next batch starts (set when the first read resolves the start).
+    position: i64,
     /// The position the prefetcher has read up to (past gaps such as transaction markers).
-    fetched_to: Option<i64>,
+    fetched_to: i64,
     /// A problem the prefetcher is waiting out (broker unreachable), for the status line.
     waiting: Option<String>,
     /// A problem waiting cannot fix; the next read fails with it.
@@ -68,10 +68,9 @@ struct Buffer {
     stop: bool,
 }
 
-/// Records of one fetch, their values back to back.
+/// Records of one fetch, their values back to back and their offsets as positions.
 struct Chunk {
     records: RawRecords,
-    offsets: Vec<i64>,
     timestamps: Vec<i64>,
     /// Index of the first record not yet handed to a batch.
     taken: usize,
@@ -100,15 +99,14 @@ impl KafkaSource {
                 start_offset(&self.spec, self.partition, &mut reader).map_err(|error| self.error(error.to_string()))?;
             {
                 let mut buffer = self.shared.buffer.lock().expect("buffer lock");
-                buffer.position = Some(start);
-                buffer.fetched_to = Some(start);
+                buffer.position = start;
+                buffer.fetched_to = start;
             }
             let shared = Arc::clone(&self.shared);
             let spec = self.spec.clone();
-            let partition = self.partition;
             let handle = std::thread::Builder::new()
-                .name(format!("kafka-{}-{partition}", spec.topic))
-                .spawn(move || prefetch(&spec, partition, &shared))
+                .name(format!("kafka-{}-{}", spec.topic, self.partition))
+                .spawn(move || prefetch(&spec, reader, &shared))
                 .expect("spawning a prefetch thread");
             *prefetcher = Some(handle);
         }
@@ -116,7 +114,7 @@ impl KafkaSource {
     }
 
     fn error(&self, reason: String) -> ConnectorError {
-        ConnectorError::Source { what: format!("Kafka {}/{}", self.spec.topic, self.partition), reason }
+        ConnectorError::External { what: format!("Kafka {}/{}", self.spec.topic, self.partition), reason }
     }
 }
 
@@ -141,7 +139,7 @@ impl Source for KafkaSource {
         if let Some(reason) = &buffer.failed {
             return Err(self.error(reason.clone()));
         }
-        let start = buffer.position.expect("resolved by ensure_started");
+        let start = buffer.position;
         let limit = self.spec.max_records_per_partition_per_batch as usize;
         let record_timestamp = match &self.spec.event_time {
             EventTimeSource::RecordTimestamp(column) => Some(column.as_str()),
@@ -150,29 +148,22 @@ impl Source for KafkaSource {
         let mut taken = 0;
         while taken < limit {
             let Some(chunk) = buffer.chunks.front_mut() else { break };
-            let available = chunk.offsets.len() - chunk.taken;
+            let available = chunk.records.len() - chunk.taken;
             let take = available.min(limit - taken);
-            if chunk.taken == 0 && take == available && out.is_empty() && record_timestamp.is_none() {
+            match record_timestamp {
                 // The whole chunk: hand over its buffers instead of copying them.
-                out.data = std::mem::take(&mut chunk.records.data);
-                out.offsets = std::mem::take(&mut chunk.records.offsets);
-                out.positions = std::mem::take(&mut chunk.offsets);
-            } else {
-                match record_timestamp {
-                    Some(column) => {
-                        for index in chunk.taken..chunk.taken + take {
-                            push_with_timestamp(out, chunk.records.get(index), column, chunk.timestamps[index]);
-                            out.positions.push(chunk.offsets[index]);
-                        }
-                    }
-                    None => {
-                        chunk.records.positions = std::mem::take(&mut chunk.offsets);
-                        out.extend_from(&chunk.records, chunk.taken..chunk.taken + take);
-                        chunk.offsets = std::mem::take(&mut chunk.records.positions);
+                None if chunk.taken == 0 && take == available && out.is_empty() => {
+                    *out = std::mem::take(&mut chunk.records)
+                }
+                None => out.extend_from(&chunk.records, chunk.taken..chunk.taken + take),
+                Some(column) => {
+                    for index in chunk.taken..chunk.taken + take {
+                        push_with_timestamp(out, chunk.records.get(index), column, chunk.timestamps[index]);
+                        out.positions.push(chunk.records.positions[index]);
                     }
                 }
-                chunk.taken += take;
             }
+            chunk.taken += take;
             taken += take;
             buffer.records -= take;
             if take == available {
@@ -183,10 +174,10 @@ impl Source for KafkaSource {
         // Stopped by the limit, the range ends at the first record left behind; otherwise at
         // what the prefetcher has read, which may lie past the last record (markers, gaps).
         let end = match buffer.chunks.front() {
-            Some(front) => front.offsets[front.taken],
-            None => buffer.fetched_to.unwrap_or(start),
+            Some(front) => front.records.positions[front.taken],
+            None => buffer.fetched_to,
         };
-        buffer.position = Some(end);
+        buffer.position = end;
         drop(buffer);
         self.shared.room.notify_all();
         Ok(SourceRange::Offsets { start, end })
@@ -232,8 +223,7 @@ fn fetch_settings(spec: &KafkaSourceSpec) -> FetchSettings {
 }
 
 /// The prefetch loop: fetch while there is room, until stopped.
-fn prefetch(spec: &KafkaSourceSpec, partition: u32, shared: &Shared) {
-    let mut reader = PartitionReader::new(&spec.brokers, &spec.topic, partition, fetch_settings(spec));
+fn prefetch(spec: &KafkaSourceSpec, mut reader: PartitionReader, shared: &Shared) {
     let room_records = spec.max_records_per_partition_per_batch as usize * PREFETCH_BATCHES;
     let mut waiting_since: Option<Instant> = None;
     let mut size_hint = (0, 0);
@@ -248,7 +238,6 @@ fn prefetch(spec: &KafkaSourceSpec, partition: u32, shared: &Shared) {
         if stop {
             return;
         }
-        let from = from.expect("the start is resolved before the prefetcher starts");
         let result = fetch_chunk(spec, &mut reader, from, shared, &mut size_hint);
         let mut buffer = shared.buffer.lock().expect("buffer lock");
         match result {
@@ -293,27 +282,27 @@ fn fetch_chunk(
     let (records_hint, bytes_hint) = *size_hint;
     let mut chunk = Chunk {
         records: RawRecords::with_capacity(records_hint + records_hint / 4, bytes_hint + bytes_hint / 4),
-        offsets: Vec::with_capacity(records_hint + records_hint / 4),
         timestamps: Vec::new(),
         taken: 0,
         bytes: 0,
     };
+    chunk.records.positions.reserve(records_hint + records_hint / 4);
     let keep_timestamps = matches!(spec.event_time, EventTimeSource::RecordTimestamp(_));
-    let fetched = reader.fetch(from, i64::MAX, &mut |record| {
+    let next_offset = reader.fetch(from, i64::MAX, &mut |record| {
         // A record without a value (a tombstone) is still a record of the range: it goes
         // to the decoder as empty and becomes a dead letter there, so the count stays exact.
         chunk.records.push(record.value.unwrap_or(&[]));
-        chunk.offsets.push(record.offset);
+        chunk.records.positions.push(record.offset);
         if keep_timestamps {
             chunk.timestamps.push(record.timestamp);
         }
     })?;
-    *size_hint = (chunk.offsets.len(), chunk.records.data.len());
+    *size_hint = (chunk.records.len(), chunk.records.data.len());
     let mut buffer = shared.buffer.lock().expect("buffer lock");
-    buffer.fetched_to = Some(fetched.next_offset);
-    if !chunk.offsets.is_empty() {
-        chunk.bytes = chunk.records.data.capacity() + chunk.offsets.capacity() * 12;
-        buffer.records += chunk.offsets.len();
+    buffer.fetched_to = next_offset;
+    if !chunk.records.is_empty() {
+        chunk.bytes = chunk.records.data.capacity() + chunk.records.positions.capacity() * 12;
+        buffer.records += chunk.records.len();
         buffer.bytes += chunk.bytes;
         buffer.chunks.push_back(chunk);
     }

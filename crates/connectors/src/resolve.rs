@@ -16,14 +16,14 @@ use crate::file_source::partitions_of;
 pub fn resolve_source(spec: &mut SourceSpec) -> Result<(), ConnectorError> {
     match spec {
         SourceSpec::Ysb(_) | SourceSpec::Numbers(_) => Ok(()),
-        SourceSpec::Kafka(kafka) => resolve_kafka(kafka).map_err(|error| ConnectorError::Source {
+        SourceSpec::Kafka(kafka) => resolve_kafka(kafka).map_err(|error| ConnectorError::External {
             what: format!("Kafka source (topic `{}` on {})", kafka.topic, kafka.brokers),
             reason: error.to_string(),
         }),
         SourceSpec::Files(files) => {
             let found = partitions_of(&files.path)?.len() as u32;
             if files.partitions != 0 && files.partitions != found {
-                return Err(ConnectorError::Source {
+                return Err(ConnectorError::External {
                     what: format!("file source {}", files.path),
                     reason: format!("holds {found} files, the job was planned for {}", files.partitions),
                 });
@@ -65,7 +65,7 @@ fn resolve_kafka(spec: &mut KafkaSourceSpec) -> Result<(), KafkaError> {
 pub fn resolve_sink(spec: &SinkSpec) -> Result<(), ConnectorError> {
     match spec {
         SinkSpec::Kafka { brokers, topic, .. } => {
-            Cluster::new(brokers).topic(topic).map(|_| ()).map_err(|error| ConnectorError::Source {
+            Cluster::new(brokers).topic(topic).map(|_| ()).map_err(|error| ConnectorError::External {
                 what: format!("Kafka sink (topic `{topic}` on {brokers})"),
                 reason: error.to_string(),
             })

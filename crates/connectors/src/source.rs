@@ -20,6 +20,8 @@ use crate::error::ConnectorError;
 use crate::file_source::FileSource;
 use crate::generator::Generator;
 use crate::kafka_source::KafkaSource;
+use crate::numbers::NumbersGenerator;
+use crate::ysb::YsbGenerator;
 
 /// One partition of a source.
 pub trait Source: Send + Sync {
@@ -46,7 +48,8 @@ pub trait Source: Send + Sync {
 /// The partition `partition` of the source `spec` describes.
 pub fn open_source(spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
     match spec {
-        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) => Arc::new(Generator::new(spec, partition)),
+        SourceSpec::Ysb(ysb) => Arc::new(Generator::Ysb(YsbGenerator::new(ysb, partition))),
+        SourceSpec::Numbers(numbers) => Arc::new(Generator::Numbers(NumbersGenerator::new(numbers, partition))),
         SourceSpec::Kafka(kafka) => Arc::new(KafkaSource::new(kafka, partition)),
         SourceSpec::Files(files) => Arc::new(FileSource::new(files, partition)),
     }

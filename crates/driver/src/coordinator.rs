@@ -88,7 +88,7 @@ impl Coordinator {
     }
 
     async fn run_job(&mut self, client: ClientId, job_file: JobFile, replies: mpsc::Sender<DriverToClient>) {
-        let job_file = match resolve_source(job_file).await {
+        let job_file = match check_outside_systems(job_file).await {
             Ok(job_file) => job_file,
             Err(reason) => {
                 eprintln!("sleet driver: refused a job: {reason}");
@@ -258,7 +258,7 @@ enum WorkersWaited {
 /// Looks up and checks the job's source and sink outside the process (Kafka metadata, files)
 /// before anything is planned or started: a missing topic or a changed partition count is
 /// refused here, by name.
-async fn resolve_source(mut job_file: JobFile) -> Result<JobFile, String> {
+async fn check_outside_systems(mut job_file: JobFile) -> Result<JobFile, String> {
     tokio::task::spawn_blocking(move || {
         for node in &mut job_file.plan.nodes {
             match &mut node.operator {
@@ -274,5 +274,5 @@ async fn resolve_source(mut job_file: JobFile) -> Result<JobFile, String> {
         Ok(job_file)
     })
     .await
-    .map_err(|error| format!("checking the job's source failed: {error}"))?
+    .map_err(|error| format!("checking the job's source and sink failed: {error}"))?
 }

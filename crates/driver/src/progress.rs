@@ -37,9 +37,8 @@ pub struct JobStats {
     pub launch_messages: u64,
     first_launch_at_us: Option<i64>,
     groups: VecDeque<GroupRecord>,
-    /// The latest thing a source said it waits for, and when (ms); cleared by a report
-    /// without one.
-    source_waiting: Option<(String, i64)>,
+    /// What the latest source report said its source waits for; cleared by one without.
+    source_waiting: Option<String>,
 }
 
 impl JobStats {
@@ -50,7 +49,7 @@ impl JobStats {
     pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord], now_ms: i64) {
         if stats.source_range.is_some() {
             self.events_in += stats.records_in;
-            self.source_waiting = stats.source_waiting.clone().map(|note| (note, now_ms));
+            self.source_waiting.clone_from(&stats.source_waiting);
         }
         self.dead_letters += stats.dead_letters;
         self.late_rows_dropped += stats.late_rows_dropped;
@@ -116,11 +115,7 @@ impl JobStats {
             lag_ms: self.batches.back().map_or(0, |batch| batch.finished_at_ms - batch.scheduled_end_ms),
             group_size: None,
             overhead: None,
-            source_waiting: self
-                .source_waiting
-                .as_ref()
-                .filter(|(_, at_ms)| *at_ms >= now_ms - 2_000)
-                .map(|(note, _)| note.clone()),
+            source_waiting: self.source_waiting.clone(),
         }
     }
 

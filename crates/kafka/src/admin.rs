@@ -8,19 +8,11 @@ use kafka_protocol::ResponseError;
 use crate::cluster::Cluster;
 use crate::error::KafkaError;
 
-/// What `ensure_topic` found or did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopicState {
-    Created,
-    /// The topic was there with the partitions asked for.
-    Existed,
-}
-
 /// Creates `topic` with `partitions` partitions (replication 1: the clusters sleet starts
 /// have one broker), or accepts it as it is when it exists with that many partitions.
-pub fn ensure_topic(cluster: &mut Cluster, topic: &str, partitions: u32) -> Result<TopicState, KafkaError> {
+pub fn ensure_topic(cluster: &mut Cluster, topic: &str, partitions: u32) -> Result<(), KafkaError> {
     match cluster.topic(topic) {
-        Ok(info) if info.partitions() == partitions => return Ok(TopicState::Existed),
+        Ok(info) if info.partitions() == partitions => return Ok(()),
         Ok(info) => {
             return Err(KafkaError::PartitionCountChanged {
                 topic: topic.to_string(),
@@ -37,18 +29,18 @@ pub fn ensure_topic(cluster: &mut Cluster, topic: &str, partitions: u32) -> Resu
         .with_replication_factor(1)]);
     let response = cluster.any_call(&request)?;
     for result in &response.topics {
-        match ResponseError::try_from_code(result.error_code) {
-            None | Some(ResponseError::TopicAlreadyExists) => {}
-            Some(error) => {
-                return Err(KafkaError::Broker { api: "CreateTopics", what: format!("topic `{topic}`"), error })
-            }
-        }
+        KafkaError::check(
+            "CreateTopics",
+            || format!("topic `{topic}`"),
+            result.error_code,
+            &[ResponseError::TopicAlreadyExists],
+        )?;
     }
     // The controller has the topic; wait (bounded) until the metadata shows every leader.
     for _ in 0..100 {
         if let Ok(info) = cluster.topic(topic) {
             if info.partitions() == partitions && info.leaders.iter().all(Option::is_some) {
-                return Ok(TopicState::Created);
+                return Ok(());
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
@@ -67,12 +59,8 @@ pub fn delete_topic(cluster: &mut Cluster, topic: &str) -> Result<(), KafkaError
         .with_topic_names(vec![TopicName(StrBytes::from_string(topic.to_string()))]);
     let response = cluster.any_call(&request)?;
     for result in &response.responses {
-        match ResponseError::try_from_code(result.error_code) {
-            None | Some(ResponseError::UnknownTopicOrPartition) => {}
-            Some(error) => {
-                return Err(KafkaError::Broker { api: "DeleteTopics", what: format!("topic `{topic}`"), error })
-            }
-        }
+        let tolerated = [ResponseError::UnknownTopicOrPartition];
+        KafkaError::check("DeleteTopics", || format!("topic `{topic}`"), result.error_code, &tolerated)?;
     }
     Ok(())
 }

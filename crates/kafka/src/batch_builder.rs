@@ -12,12 +12,6 @@ pub struct ProducerStamp {
     pub transactional: bool,
 }
 
-impl ProducerStamp {
-    /// A batch from a producer without idempotence.
-    pub const NONE: ProducerStamp =
-        ProducerStamp { producer_id: -1, producer_epoch: -1, base_sequence: -1, transactional: false };
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Codec {
     None,

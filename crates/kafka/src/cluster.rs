@@ -12,7 +12,6 @@ use crate::error::KafkaError;
 /// A topic as the cluster describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopicInfo {
-    pub name: String,
     /// Partition `p`'s leader, `None` while it has none (a broker restarting).
     pub leaders: Vec<Option<i32>>,
 }
@@ -30,6 +29,9 @@ pub struct Cluster {
     connections: HashMap<i32, Connection>,
     /// The connection metadata requests go to, by address.
     any: Option<Connection>,
+    /// Each topic as the last lookup found it, so a request finds its partition's leader
+    /// without a round trip; dropped by `invalidate` when a call shows it may be stale.
+    topics: HashMap<String, TopicInfo>,
 }
 
 impl Cluster {
@@ -37,15 +39,21 @@ impl Cluster {
     pub fn new(brokers: &str) -> Self {
         let bootstrap =
             brokers.split(',').map(str::trim).filter(|broker| !broker.is_empty()).map(String::from).collect();
-        Cluster { bootstrap, addresses: HashMap::default(), connections: HashMap::default(), any: None }
+        Cluster {
+            bootstrap,
+            addresses: HashMap::default(),
+            connections: HashMap::default(),
+            any: None,
+            topics: HashMap::default(),
+        }
     }
 
     pub fn brokers(&self) -> String {
         self.bootstrap.join(",")
     }
 
-    /// The topic's partitions and their leaders; an error naming the topic when it does not
-    /// exist, naming the brokers when none answers.
+    /// The topic's partitions and their leaders, asked afresh; an error naming the topic when
+    /// it does not exist, naming the brokers when none answers.
     pub fn topic(&mut self, topic: &str) -> Result<TopicInfo, KafkaError> {
         let request = MetadataRequest::default()
             .with_topics(Some(vec![
@@ -77,7 +85,9 @@ impl Cluster {
             }
             leaders[index] = (partition.leader_id.0 >= 0 && partition.error_code == 0).then_some(partition.leader_id.0);
         }
-        Ok(TopicInfo { name: topic.to_string(), leaders })
+        let info = TopicInfo { leaders };
+        self.topics.insert(topic.to_string(), info.clone());
+        Ok(info)
     }
 
     fn unknown_topic(&self, topic: &str) -> KafkaError {
@@ -112,7 +122,7 @@ impl Cluster {
     }
 
     /// A connection to broker `id`, opened on first use.
-    pub fn broker(&mut self, id: i32) -> Result<&mut Connection, KafkaError> {
+    fn broker(&mut self, id: i32) -> Result<&mut Connection, KafkaError> {
         if !self.connections.contains_key(&id) {
             let address = self.addresses.get(&id).cloned().ok_or_else(|| KafkaError::Protocol {
                 broker: self.brokers(),
@@ -124,14 +134,36 @@ impl Cluster {
         Ok(self.connections.get_mut(&id).expect("inserted above"))
     }
 
-    /// Drops the connection to broker `id` after an error, so the next use reconnects.
-    pub fn forget(&mut self, id: i32) {
-        self.connections.remove(&id);
+    /// Sends `request` to the leader of `topic`/`partition`. A call that fails on the wire
+    /// drops that connection and what is known of the topic, so the next call reconnects to
+    /// whoever leads then.
+    pub fn call_leader<R: kafka_protocol::protocol::Request>(
+        &mut self,
+        topic: &str,
+        partition: u32,
+        request: &R,
+    ) -> Result<R::Response, KafkaError> {
+        let leader = self.leader(topic, partition)?;
+        let result = self.broker(leader).and_then(|connection| connection.call(request));
+        if result.is_err() {
+            self.connections.remove(&leader);
+            self.invalidate(topic);
+        }
+        result
     }
 
-    /// The leader of `topic`/`partition`, from fresh metadata.
-    pub fn leader(&mut self, topic: &str, partition: u32) -> Result<i32, KafkaError> {
-        let info = self.topic(topic)?;
+    /// Forgets what is known of `topic`: after an answer such as "not the leader", the next
+    /// call asks for metadata again.
+    pub fn invalidate(&mut self, topic: &str) {
+        self.topics.remove(topic);
+    }
+
+    /// The leader of `topic`/`partition`, from the last lookup or a fresh one.
+    fn leader(&mut self, topic: &str, partition: u32) -> Result<i32, KafkaError> {
+        let info = match self.topics.get(topic) {
+            Some(info) if info.leaders.get(partition as usize).is_some_and(Option::is_some) => info.clone(),
+            _ => self.topic(topic)?,
+        };
         match info.leaders.get(partition as usize) {
             Some(Some(leader)) => Ok(*leader),
             Some(None) => Err(KafkaError::Broker {

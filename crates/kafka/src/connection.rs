@@ -63,10 +63,6 @@ impl Connection {
         Ok(connection)
     }
 
-    pub fn broker(&self) -> &str {
-        &self.broker
-    }
-
     /// Sends `request` at the version this client speaks for its API, checked against what
     /// the broker offered, and waits for the response.
     pub fn call<R: Request>(&mut self, request: &R) -> Result<R::Response, KafkaError> {
@@ -98,9 +94,14 @@ impl Connection {
         if length > RESPONSE_BYTES_MAX {
             return Err(self.protocol(format!("a response of {length} bytes")));
         }
-        let mut body = BytesMut::zeroed(length);
-        self.stream.read_exact(&mut body).map_err(|error| self.io_error(error))?;
-        let mut body: Bytes = body.freeze();
+        // Read into spare capacity: zeroing a fetch's megabytes first would be a wasted pass.
+        let mut body = Vec::with_capacity(length);
+        let read =
+            (&mut self.stream).take(length as u64).read_to_end(&mut body).map_err(|error| self.io_error(error))?;
+        if read < length {
+            return Err(self.io_error(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+        let mut body = Bytes::from(body);
         let response_header = ResponseHeader::decode(&mut body, R::Response::header_version(version))
             .map_err(|error| self.protocol(error.to_string()))?;
         if response_header.correlation_id != correlation_id {

@@ -25,6 +25,20 @@ pub enum KafkaError {
 }
 
 impl KafkaError {
+    /// A response's error code as a result: `Ok` for none and for the `tolerated` ones,
+    /// otherwise the broker's error for `api` on `what`.
+    pub fn check(
+        api: &'static str,
+        what: impl FnOnce() -> String,
+        code: i16,
+        tolerated: &[ResponseError],
+    ) -> Result<(), Self> {
+        match ResponseError::try_from_code(code) {
+            Some(error) if !tolerated.contains(&error) => Err(KafkaError::Broker { api, what: what(), error }),
+            _ => Ok(()),
+        }
+    }
+
     /// Whether trying again later (after a metadata refresh or a reconnect) can succeed:
     /// a broker that is down or restarting, a leader that moved.
     pub fn is_transient(&self) -> bool {

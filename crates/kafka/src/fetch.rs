@@ -26,21 +26,11 @@ impl Default for FetchSettings {
     }
 }
 
-/// What one fetch read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Fetched {
-    pub next_offset: i64,
-    pub records: u64,
-    /// The end of what a reader at this isolation level may read now.
-    pub readable_end: i64,
-}
-
 pub struct PartitionReader {
     cluster: Cluster,
     topic: String,
     partition: u32,
     settings: FetchSettings,
-    leader: Option<i32>,
     scratch: Vec<u8>,
 }
 
@@ -51,51 +41,26 @@ impl PartitionReader {
             topic: topic.to_string(),
             partition,
             settings,
-            leader: None,
             scratch: Vec::new(),
         }
-    }
-
-    pub fn topic(&self) -> &str {
-        &self.topic
-    }
-
-    pub fn partition(&self) -> u32 {
-        self.partition
     }
 
     pub fn offset(&mut self, query: OffsetQuery) -> Result<i64, KafkaError> {
         list_offset(&mut self.cluster, &self.topic, self.partition, query, self.settings.isolation_level)
     }
 
-    /// One fetch from `from`, handing every record in `[from, end)` to `visit`. A transient
-    /// error (broker down, leader moved) drops the connection so the next call starts over.
-    pub fn fetch(&mut self, from: i64, end: i64, visit: &mut dyn FnMut(Record<'_>)) -> Result<Fetched, KafkaError> {
+    /// One fetch from `from`, handing every record in `[from, end)` to `visit`; returns the
+    /// offset to fetch next. After a transient error (broker down, leader moved) the next
+    /// call looks up the leader again.
+    pub fn fetch(&mut self, from: i64, end: i64, visit: &mut dyn FnMut(Record<'_>)) -> Result<i64, KafkaError> {
         let result = self.fetch_from_leader(from, end, visit);
-        if let Err(error) = &result {
-            if error.is_transient() {
-                if let Some(leader) = self.leader.take() {
-                    self.cluster.forget(leader);
-                }
-            }
+        if result.as_ref().is_err_and(KafkaError::is_transient) {
+            self.cluster.invalidate(&self.topic);
         }
         result
     }
 
-    fn fetch_from_leader(
-        &mut self,
-        from: i64,
-        end: i64,
-        visit: &mut dyn FnMut(Record<'_>),
-    ) -> Result<Fetched, KafkaError> {
-        let leader = match self.leader {
-            Some(leader) => leader,
-            None => {
-                let leader = self.cluster.leader(&self.topic, self.partition)?;
-                self.leader = Some(leader);
-                leader
-            }
-        };
+    fn fetch_from_leader(&mut self, from: i64, end: i64, visit: &mut dyn FnMut(Record<'_>)) -> Result<i64, KafkaError> {
         let request = FetchRequest::default()
             .with_replica_id(BrokerId(-1))
             .with_max_wait_ms(self.settings.max_wait_ms)
@@ -113,10 +78,8 @@ impl PartitionReader {
                     .with_last_fetched_epoch(-1)
                     .with_log_start_offset(-1)
                     .with_partition_max_bytes(self.settings.max_bytes)])]);
-        let response = self.cluster.broker(leader)?.call(&request)?;
-        if let Some(error) = ResponseError::try_from_code(response.error_code) {
-            return Err(KafkaError::Broker { api: "Fetch", what: self.what(), error });
-        }
+        let response = self.cluster.call_leader(&self.topic, self.partition, &request)?;
+        KafkaError::check("Fetch", || self.what(), response.error_code, &[])?;
         let data = response
             .responses
             .iter()
@@ -139,12 +102,6 @@ impl PartitionReader {
             }
             Some(error) => return Err(KafkaError::Broker { api: "Fetch", what: self.what(), error }),
         }
-        let readable_end =
-            if self.settings.isolation_level == crate::offsets::READ_COMMITTED && data.last_stable_offset >= 0 {
-                data.last_stable_offset
-            } else {
-                data.high_watermark
-            };
         let aborted = data
             .aborted_transactions
             .iter()
@@ -160,9 +117,7 @@ impl PartitionReader {
                     offset: from,
                     reason,
                 })?;
-        // Past the readable end there is nothing to wait for; up to it, a fetch that parsed
-        // no whole batch has simply nothing new yet.
-        Ok(Fetched { next_offset: parsed.next_offset, records: parsed.records, readable_end })
+        Ok(parsed.next_offset)
     }
 
     fn what(&self) -> String {

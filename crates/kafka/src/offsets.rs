@@ -3,7 +3,6 @@
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::{BrokerId, ListOffsetsRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use kafka_protocol::ResponseError;
 
 use crate::cluster::Cluster;
 use crate::error::KafkaError;
@@ -40,7 +39,6 @@ pub fn list_offset(
     query: OffsetQuery,
     isolation_level: i8,
 ) -> Result<i64, KafkaError> {
-    let leader = cluster.leader(topic, partition)?;
     let request = ListOffsetsRequest::default()
         .with_replica_id(BrokerId(-1))
         .with_isolation_level(isolation_level)
@@ -50,13 +48,7 @@ pub fn list_offset(
                 .with_partition_index(partition as i32)
                 .with_current_leader_epoch(-1)
                 .with_timestamp(query.wire())])]);
-    let response = match cluster.broker(leader)?.call(&request) {
-        Ok(response) => response,
-        Err(error) => {
-            cluster.forget(leader);
-            return Err(error);
-        }
-    };
+    let response = cluster.call_leader(topic, partition, &request)?;
     let what = || format!("{topic}/{partition}");
     let found = response
         .topics
@@ -67,8 +59,11 @@ pub fn list_offset(
             broker: cluster.brokers(),
             reason: format!("no offset for {}", what()),
         })?;
-    if let Some(error) = ResponseError::try_from_code(found.error_code) {
-        return Err(KafkaError::Broker { api: "ListOffsets", what: what(), error });
+    if let Err(error) = KafkaError::check("ListOffsets", what, found.error_code, &[]) {
+        if error.is_transient() {
+            cluster.invalidate(topic);
+        }
+        return Err(error);
     }
     if found.offset < 0 && matches!(query, OffsetQuery::Timestamp(_)) {
         // No record at or after the timestamp: start where the next one will be written.

@@ -28,7 +28,6 @@ pub struct Producer {
     producer_id: i64,
     producer_epoch: i16,
     next_sequence: Vec<i32>,
-    request: Vec<u8>,
 }
 
 impl Producer {
@@ -44,7 +43,6 @@ impl Producer {
             producer_id,
             producer_epoch,
             next_sequence: vec![0; info.partitions() as usize],
-            request: Vec::new(),
         })
     }
 
@@ -70,28 +68,21 @@ impl Producer {
             base_sequence: self.next_sequence[index],
             transactional: false,
         };
-        self.request.clear();
-        batch.finish(stamp, &mut self.request);
-        let records = bytes::Bytes::copy_from_slice(&self.request);
-        let mut last_error = None;
-        for attempt in 0..SEND_ATTEMPTS {
-            if attempt > 0 {
-                std::thread::sleep(RETRY_BACKOFF);
+        let mut encoded = Vec::with_capacity(batch.bytes() + 128);
+        batch.finish(stamp, &mut encoded);
+        let records = bytes::Bytes::from(encoded);
+        let offset = retry_transient(|| {
+            let result = self.send_once(partition, records.clone());
+            if result.as_ref().is_err_and(KafkaError::is_transient) {
+                self.cluster.invalidate(&self.topic);
             }
-            match self.send_once(partition, records.clone()) {
-                Ok(offset) => {
-                    self.next_sequence[index] = self.next_sequence[index].wrapping_add(count);
-                    return Ok(offset);
-                }
-                Err(error) if error.is_transient() => last_error = Some(error),
-                Err(error) => return Err(error),
-            }
-        }
-        Err(last_error.expect("at least one attempt"))
+            result
+        })?;
+        self.next_sequence[index] = self.next_sequence[index].wrapping_add(count);
+        Ok(offset)
     }
 
     fn send_once(&mut self, partition: u32, records: bytes::Bytes) -> Result<i64, KafkaError> {
-        let leader = self.cluster.leader(&self.topic, partition)?;
         let request = ProduceRequest::default()
             .with_transactional_id(None)
             .with_acks(-1)
@@ -101,13 +92,7 @@ impl Producer {
                 .with_partition_data(vec![PartitionProduceData::default()
                     .with_index(partition as i32)
                     .with_records(Some(records))])]);
-        let response = match self.cluster.broker(leader).and_then(|connection| connection.call(&request)) {
-            Ok(response) => response,
-            Err(error) => {
-                self.cluster.forget(leader);
-                return Err(error);
-            }
-        };
+        let response = self.cluster.call_leader(&self.topic, partition, &request)?;
         let found = response
             .responses
             .iter()
@@ -117,14 +102,10 @@ impl Producer {
                 broker: self.cluster.brokers(),
                 reason: format!("no produce response for {}/{partition}", self.topic),
             })?;
-        match ResponseError::try_from_code(found.error_code) {
-            None => Ok(found.base_offset),
-            // A retry of a batch the broker already has: written once, as it should be.
-            Some(ResponseError::DuplicateSequenceNumber) => Ok(found.base_offset),
-            Some(error) => {
-                Err(KafkaError::Broker { api: "Produce", what: format!("{}/{partition}", self.topic), error })
-            }
-        }
+        // A retry of a batch the broker already has: written once, as it should be.
+        let tolerated = [ResponseError::DuplicateSequenceNumber];
+        KafkaError::check("Produce", || format!("{}/{partition}", self.topic), found.error_code, &tolerated)?;
+        Ok(found.base_offset)
     }
 }
 
@@ -136,18 +117,21 @@ fn init_producer_id(cluster: &mut Cluster, topic: &str) -> Result<(i64, i16), Ka
         .with_transaction_timeout_ms(i32::MAX)
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
-    let mut attempt = 0;
+    retry_transient(|| {
+        let response = cluster.any_call(&request)?;
+        KafkaError::check("InitProducerId", || format!("topic `{topic}`"), response.error_code, &[])?;
+        Ok((response.producer_id.0, response.producer_epoch))
+    })
+}
+
+/// Runs `attempt` until it succeeds, fails for good, or has failed transiently
+/// `SEND_ATTEMPTS` times, `RETRY_BACKOFF` apart.
+fn retry_transient<T>(mut attempt: impl FnMut() -> Result<T, KafkaError>) -> Result<T, KafkaError> {
+    let mut failures = 0;
     loop {
-        let outcome =
-            cluster.any_call(&request).and_then(|response| match ResponseError::try_from_code(response.error_code) {
-                None => Ok((response.producer_id.0, response.producer_epoch)),
-                Some(error) => {
-                    Err(KafkaError::Broker { api: "InitProducerId", what: format!("topic `{topic}`"), error })
-                }
-            });
-        match outcome {
-            Err(error) if error.is_transient() && attempt < SEND_ATTEMPTS => {
-                attempt += 1;
+        match attempt() {
+            Err(error) if error.is_transient() && failures + 1 < SEND_ATTEMPTS => {
+                failures += 1;
                 std::thread::sleep(RETRY_BACKOFF);
             }
             outcome => return outcome,

@@ -33,9 +33,7 @@ pub struct ApiVersions {
 
 impl ApiVersions {
     pub fn from_response(broker: &str, response: &ApiVersionsResponse) -> Result<Self, KafkaError> {
-        if let Some(error) = kafka_protocol::ResponseError::try_from_code(response.error_code) {
-            return Err(KafkaError::Broker { api: "ApiVersions", what: broker.to_string(), error });
-        }
+        KafkaError::check("ApiVersions", || broker.to_string(), response.error_code, &[])?;
         let offered = response.api_keys.iter().map(|api| (api.api_key, (api.min_version, api.max_version))).collect();
         Ok(ApiVersions { offered })
     }

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
 use sleet_connectors::sink::Sink;
+use sleet_connectors::source::Source;
 use sleet_exec::pipeline::{StageInputData, StageRunOutput};
 use sleet_exec::window::ClosedWindow;
 use sleet_exec::RawRecords;
@@ -126,18 +127,20 @@ async fn execute(
         let result = compute(&pipeline, &input, task.batch, encoder.as_deref());
         Measured { value: result, bytes }
     };
+    // A source task's source, for its dead letters' positions.
+    let mut source_of_task: Option<Arc<dyn Source>> = None;
     let result = match (&stage.input, &descriptor.input) {
         (StageInput::Source(spec), TaskInput::Source) => {
-            let source = job.source(spec, task.partition);
+            let source = source_of_task.insert(job.source(spec, task.partition));
             let read_pool = ctx.pool(source.resource())?;
             let (start_ms, end_ms) = job.clock().range_ms(task.batch);
+            let reader = Arc::clone(source);
             let read = move || {
                 let mut raw = RawRecords::new();
-                let range = source.read(start_ms, end_ms, &mut raw);
+                let range = reader.read(start_ms, end_ms, &mut raw);
                 let bytes = raw.data.len() as u64;
                 Measured { value: (raw, range), bytes }
             };
-            let source_waiting = job.source(spec, task.partition).waiting();
             // A source partition is read front to back: batch b + 1 reads after b.
             if let Some(turn) = turn {
                 turn_held = Some(turn.take(task.batch).await);
@@ -168,7 +171,7 @@ async fn execute(
                 (result, Some(range))
             };
             stats.source_range = range;
-            stats.source_waiting = source_waiting;
+            stats.source_waiting = source.waiting();
             result
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
@@ -201,10 +204,7 @@ async fn execute(
 
     if !writes.dead_letters.is_empty() {
         if let Some(writer) = job.dead_letter_writer(task.stage, task.partition)? {
-            let source = match &stage.input {
-                StageInput::Source(spec) => Some(job.source(spec, task.partition)),
-                StageInput::Shuffle { .. } => None,
-            };
+            let source = source_of_task.clone();
             let dead_letters = writes.dead_letters;
             let (result, record) = Box::pin(ctx.disk.run(MonotaskKind::SinkWrite, move || {
                 let bytes = dead_letters.iter().map(|letter| letter.record.len() as u64).sum::<u64>();

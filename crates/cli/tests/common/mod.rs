@@ -85,3 +85,14 @@ pub fn start_driver_on(listen: &str, extra: &[&str]) -> (Child, String) {
     let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
     (driver, address)
 }
+
+/// Starts `sleet worker --driver DRIVER EXTRA…`, its output discarded.
+pub fn start_worker(driver: &str, extra: &[&str]) -> Child {
+    sleet()
+        .args(["worker", "--driver", driver])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting a worker")
+}

@@ -40,6 +40,19 @@ pub fn format_json_lines(rows: &RecordBatch, batch: u64, out: &mut Vec<u8>) {
     }
 }
 
+/// Row `row`'s values in `columns` as a JSON array (`["c1",10000]`): a record key that the
+/// same row always gets, however often its batch is written.
+pub fn format_json_key(rows: &RecordBatch, columns: &[usize], row: usize, out: &mut Vec<u8>) {
+    out.push(b'[');
+    for (position, &column) in columns.iter().enumerate() {
+        if position > 0 {
+            out.push(b',');
+        }
+        write_value(rows.column(column).as_ref(), row, out);
+    }
+    out.push(b']');
+}
+
 fn write_value(column: &dyn Array, row: usize, out: &mut Vec<u8>) {
     if column.is_null(row) {
         out.extend_from_slice(b"null");

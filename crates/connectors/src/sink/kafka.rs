@@ -18,7 +18,7 @@ use sleet_kafka::fetch::{FetchSettings, PartitionReader};
 use sleet_kafka::offsets::OffsetQuery;
 use sleet_kafka::producer::Producer;
 
-use super::{format_json_lines, Sink, SinkRow};
+use super::{format_json_key, format_json_lines, Sink, SinkRow};
 use crate::error::ConnectorError;
 
 /// Uncompressed bytes per produce request, under a broker's default 1 MiB batch limit.
@@ -45,7 +45,7 @@ impl KafkaSink {
     }
 
     fn error(&self, reason: String) -> ConnectorError {
-        ConnectorError::Source { what: format!("Kafka sink `{}` on {}", self.topic, self.brokers), reason }
+        ConnectorError::External { what: format!("Kafka sink `{}` on {}", self.topic, self.brokers), reason }
     }
 }
 
@@ -55,14 +55,18 @@ impl Sink for KafkaSink {
     }
 
     /// Each row as `[u32 key length][key][u32 value length][value]`: the key a JSON array of
-    /// the key columns' values, the value the row's JSON object with its batch.
+    /// the key columns' values (a column the rows lack is left out), the value the row's JSON
+    /// object with its batch, as the JSON-lines sink writes it.
     fn encode(&self, batch: u64, rows: &RecordBatch, out: &mut Vec<u8>) {
+        let schema = rows.schema();
+        let key_columns: Vec<usize> =
+            self.key_columns.iter().filter_map(|column| schema.index_of(column).ok()).collect();
         let mut lines = Vec::new();
         format_json_lines(rows, batch, &mut lines);
-        for line in lines.split(|byte| *byte == b'\n').filter(|line| !line.is_empty()) {
-            let object: serde_json::Value = serde_json::from_slice(line).unwrap_or_default();
-            let key: Vec<&serde_json::Value> = self.key_columns.iter().map(|column| &object[column.as_str()]).collect();
-            let key = serde_json::to_vec(&key).unwrap_or_default();
+        let mut key = Vec::new();
+        for (row, line) in lines.split(|byte| *byte == b'\n').filter(|line| !line.is_empty()).enumerate() {
+            key.clear();
+            format_json_key(rows, &key_columns, row, &mut key);
             for part in [&key[..], line] {
                 out.extend_from_slice(&(part.len() as u32).to_le_bytes());
                 out.extend_from_slice(part);
@@ -77,7 +81,7 @@ impl Sink for KafkaSink {
         }
         let producer = producer.as_mut().expect("opened above");
         let target = self.partition % producer.partitions();
-        let timestamp = sleet_wire_free_now_ms();
+        let timestamp = now_ms();
         let mut batch = Producer::new_batch();
         let mut rest = encoded;
         while !rest.is_empty() {
@@ -111,14 +115,14 @@ fn take_part(data: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// Record timestamps are only metadata (retention by time reads them); the value carries
 /// nothing time-dependent.
-fn sleet_wire_free_now_ms() -> i64 {
+fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_millis() as i64)
 }
 
 /// Every ysb row in `topic`, partition by partition from the earliest offset to the latest:
 /// for the benchmark's check. A value that is not a ysb row is an error naming its offset.
 pub fn read_ysb_topic(brokers: &str, topic: &str) -> Result<Vec<SinkRow>, ConnectorError> {
-    let failed = |reason: String| ConnectorError::Source { what: format!("reading Kafka topic `{topic}`"), reason };
+    let failed = |reason: String| ConnectorError::External { what: format!("reading Kafka topic `{topic}`"), reason };
     let partitions = Cluster::new(brokers).topic(topic).map_err(|error| failed(error.to_string()))?.partitions();
     let mut rows = Vec::new();
     for partition in 0..partitions {
@@ -127,16 +131,17 @@ pub fn read_ysb_topic(brokers: &str, topic: &str) -> Result<Vec<SinkRow>, Connec
         let end = reader.offset(OffsetQuery::Latest).map_err(|error| failed(error.to_string()))?;
         let mut bad = None;
         while position < end && bad.is_none() {
-            let fetched = reader
+            position = reader
                 .fetch(position, end, &mut |record| {
                     let value = record.value.unwrap_or_default();
                     match serde_json::from_slice::<serde_json::Value>(value).ok().and_then(|value| ysb_row(&value)) {
                         Some(row) => rows.push(row),
-                        None => bad = bad.take().or(Some(record.offset)),
+                        None => {
+                            bad.get_or_insert(record.offset);
+                        }
                     }
                 })
                 .map_err(|error| failed(error.to_string()))?;
-            position = fetched.next_offset;
         }
         if let Some(offset) = bad {
             return Err(failed(format!("{topic}/{partition} offset {offset} is not a ysb result row")));

@@ -23,7 +23,7 @@ use sleet_plan::SinkSpec;
 
 use crate::error::ConnectorError;
 
-pub use json_lines::{format_json_lines, sink_file_path, JsonLinesSink};
+pub use json_lines::{format_json_key, format_json_lines, sink_file_path, JsonLinesSink};
 pub use kafka::{read_ysb_topic, KafkaSink};
 pub use ysb_rows::{read_ysb_sink, SinkRow};
 
