@@ -33,16 +33,22 @@ pub enum MonotaskKind {
     ReduceCompute,
     /// Write sink output and dead letters.
     SinkWrite,
+    /// Serialize a stateful partition's state for a checkpoint.
+    StateSnapshot,
+    /// Write a snapshot to the checkpoint store and make it durable.
+    CheckpointWrite,
 }
 
 impl MonotaskKind {
     /// Every kind, in declaration order (the order of their discriminants).
-    pub const ALL: [MonotaskKind; 5] = [
+    pub const ALL: [MonotaskKind; 7] = [
         MonotaskKind::SourceRead,
         MonotaskKind::MapCompute,
         MonotaskKind::ShuffleFetch,
         MonotaskKind::ReduceCompute,
         MonotaskKind::SinkWrite,
+        MonotaskKind::StateSnapshot,
+        MonotaskKind::CheckpointWrite,
     ];
 }
 

@@ -332,6 +332,8 @@ fn job(
         group_size: config.group_size,
         overhead_bounds: bounds,
         start_ms: Some(start_ms),
+        // What this measures is scheduling; checkpoint writes would only add noise to it.
+        checkpoint_interval_ms: 0,
         ..JobSettings::default()
     };
     settings.validate()?;

@@ -152,13 +152,17 @@ async fn run_and_report(args: &BenchYsbArgs, run_dir: &Path) -> Result<Verdict> 
         (outcome.report.json, verdict)
     };
     if let Some(path) = &args.json {
-        if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-        }
-        std::fs::write(path, serde_json::to_string_pretty(&report)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_output(path, &(serde_json::to_string_pretty(&report)? + "\n"))?;
     }
     Ok(verdict)
+}
+
+/// Writes a benchmark's output file (a result object, a plot), creating its directory.
+pub fn write_output(path: &Path, text: &str) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

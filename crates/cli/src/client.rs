@@ -45,3 +45,21 @@ pub async fn run_job(
         }
     }
 }
+
+/// One line on a recovery, for people: what was lost, where the job resumed, what ran again.
+pub fn describe_recovery(recovery: &sleet_wire::RecoveryRecord) -> String {
+    let from = match recovery.checkpoint_batch {
+        Some(batch) => format!("the checkpoint after batch {batch}"),
+        None => "the job's start (no checkpoint yet)".to_string(),
+    };
+    format!(
+        "recovered from losing worker {} ({}): resumed at batch {} from {} on workers {:?}, {} batches re-run, {} partitions moved",
+        recovery.lost_worker,
+        recovery.reason,
+        recovery.resume_batch,
+        from,
+        recovery.workers,
+        recovery.rerun_batches,
+        recovery.moves.len()
+    )
+}

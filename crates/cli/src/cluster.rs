@@ -25,8 +25,11 @@ impl LocalCluster {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
         let exe = std::env::current_exe().context("locating the sleet binary")?;
         let driver_log = log_file(log_dir, "driver.log")?;
+        let checkpoint_dir = log_dir.join("checkpoints");
         let mut driver = child_command(&exe)
             .args(["driver", "--listen", "127.0.0.1:0", "--expect-workers", &workers.to_string()])
+            .arg("--checkpoint-dir")
+            .arg(&checkpoint_dir)
             .stdout(Stdio::piped())
             .stderr(driver_log)
             .spawn()

@@ -2,6 +2,7 @@
 
 mod batch_figures;
 mod bench_kafka;
+mod bench_recovery;
 mod bench_sched;
 mod bench_ysb;
 mod client;
@@ -61,6 +62,18 @@ enum Command {
         /// seconds.
         #[arg(long, value_parser = duration_arg::seconds, default_value = "60s")]
         stage_timeout: Duration,
+        /// How often workers send a heartbeat; a bare number is in milliseconds.
+        #[arg(long, value_parser = duration_arg::millis, default_value = "100ms")]
+        heartbeat_interval: Duration,
+        /// A worker silent this long is declared lost, fenced, and its partitions recovered
+        /// on the others; a bare number is in milliseconds. A closed connection is noticed at
+        /// once.
+        #[arg(long, value_parser = duration_arg::millis, default_value = "500ms")]
+        heartbeat_timeout: Duration,
+        /// Where checkpoints (state snapshots and the checkpoint records) are kept: a
+        /// directory every worker can reach.
+        #[arg(long, default_value = "sleet-checkpoints")]
+        checkpoint_dir: PathBuf,
     },
     /// Run a worker that registers with the driver at HOST:PORT.
     Worker {
@@ -146,6 +159,9 @@ enum BenchWorkload {
     Sched(bench_sched::BenchSchedArgs),
     /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle (WORKLOADS §4).
     Shuffle(bench_sched::BenchSchedArgs),
+    /// ysb with one worker killed or stopped mid-run: detection, latency, recovery time and
+    /// correctness (WORKLOADS §5).
+    Recovery(bench_recovery::BenchRecoveryArgs),
 }
 
 /// After Ctrl-C, how long a command gets to stop its job and print what ran before the
@@ -214,13 +230,33 @@ fn main() -> ExitCode {
 async fn run(command: Command) -> Result<ExitCode> {
     match command {
         Command::Demo(args) => demo::run(args).await?,
-        Command::Driver { listen, expect_workers, worker_wait, stage_timeout } => {
+        Command::Driver {
+            listen,
+            expect_workers,
+            worker_wait,
+            stage_timeout,
+            heartbeat_interval,
+            heartbeat_timeout,
+            checkpoint_dir,
+        } => {
             anyhow::ensure!(expect_workers >= 1, "--expect-workers must be at least 1");
+            anyhow::ensure!(
+                heartbeat_timeout >= heartbeat_interval * 2,
+                "--heartbeat-timeout ({}) must be at least twice --heartbeat-interval ({}), or one late beat \
+                 would declare a live worker lost",
+                duration_arg::show(heartbeat_timeout),
+                duration_arg::show(heartbeat_interval)
+            );
             let config = sleet_driver::DriverConfig {
                 listen,
                 expect_workers,
                 worker_wait_s: worker_wait.as_secs().max(1),
                 stage_timeout_s: stage_timeout.as_secs().max(1),
+                heartbeats: sleet_driver::HeartbeatSettings {
+                    interval: heartbeat_interval,
+                    timeout: heartbeat_timeout,
+                },
+                checkpoint_dir,
             };
             sleet_driver::run(config).await.context("driver failed")?;
         }
@@ -255,6 +291,9 @@ async fn run(command: Command) -> Result<ExitCode> {
                 "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
                 summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
             );
+            for recovery in &summary.recoveries {
+                println!("  {}", client::describe_recovery(recovery));
+            }
         }
         Command::Job {
             workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, dead_letter_dir, input },
@@ -287,6 +326,12 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Bench { workload: BenchWorkload::Sched(args) } => {
             if !bench_sched::run(bench_sched::Shape::Sched, args).await? {
                 eprintln!("sleet: some batches did not run every task exactly once");
+                return Ok(ExitCode::from(2));
+            }
+        }
+        Command::Bench { workload: BenchWorkload::Recovery(args) } => {
+            if !bench_recovery::run(args).await? {
+                eprintln!("sleet: the results of some run do not match the ground truth");
                 return Ok(ExitCode::from(2));
             }
         }

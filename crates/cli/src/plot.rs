@@ -27,6 +27,13 @@ pub struct LinePlot {
     pub series: Vec<Series>,
 }
 
+/// A vertical dashed line across the plot at `x`, named in the legend: an event on the time
+/// axis (a failure, its detection) that the series are read against.
+pub struct Marker {
+    pub label: String,
+    pub x: f64,
+}
+
 const SIZE_PX: (u32, u32) = (800, 500);
 /// The Okabe–Ito palette, which stays distinguishable under the common colour-vision
 /// deficiencies; its yellow is left out, too faint on white for a 2 px line.
@@ -44,10 +51,15 @@ const PALETTE: [RGBColor; 7] = [
 const PADDING_FRACTION: f64 = 0.05;
 
 pub fn render_svg(plot: &LinePlot) -> String {
+    render_svg_with_markers(plot, &[])
+}
+
+/// `plot` with `markers` drawn over it; the x axis reaches far enough to show every marker.
+pub fn render_svg_with_markers(plot: &LinePlot, markers: &[Marker]) -> String {
     let mut svg = String::new();
     // Drawing into a String cannot fail for I/O; what can fail is plotters' own layout, and a
     // plot that cannot be drawn still leaves a valid document saying so.
-    if let Err(error) = draw(plot, &mut svg) {
+    if let Err(error) = draw(plot, markers, &mut svg) {
         svg = format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\"><text x=\"20\" y=\"40\">{}</text></svg>",
             SIZE_PX.0,
@@ -58,7 +70,7 @@ pub fn render_svg(plot: &LinePlot) -> String {
     svg
 }
 
-fn draw(plot: &LinePlot, svg: &mut String) -> Result<(), String> {
+fn draw(plot: &LinePlot, markers: &[Marker], svg: &mut String) -> Result<(), String> {
     let drawable: Vec<Vec<(f64, f64)>> = plot
         .series
         .iter()
@@ -71,7 +83,8 @@ fn draw(plot: &LinePlot, svg: &mut String) -> Result<(), String> {
                 .collect()
         })
         .collect();
-    let xs: Vec<f64> = drawable.iter().flatten().map(|(x, _)| *x).collect();
+    let markers: Vec<&Marker> = markers.iter().filter(|marker| is_drawable(marker.x, plot.x_scale)).collect();
+    let mut xs: Vec<f64> = drawable.iter().flatten().map(|(x, _)| *x).collect();
     let ys: Vec<f64> = drawable.iter().flatten().map(|(_, y)| *y).collect();
     let root = SVGBackend::with_string(svg, SIZE_PX).into_drawing_area();
     root.fill(&WHITE).map_err(|error| error.to_string())?;
@@ -81,23 +94,33 @@ fn draw(plot: &LinePlot, svg: &mut String) -> Result<(), String> {
             .map_err(|error| error.to_string())?;
         return root.present().map_err(|error| error.to_string());
     }
+    xs.extend(markers.iter().map(|marker| marker.x));
     let (x_low, x_high) = padded_range(&xs, plot.x_scale);
     let (y_low, y_high) = padded_range(&ys, plot.y_scale);
+    let layers = Layers { drawable: &drawable, markers: &markers, y_span: (y_low, y_high) };
     match (plot.x_scale, plot.y_scale) {
-        (Scale::Linear, Scale::Linear) => draw_chart(&root, plot, &drawable, x_low..x_high, y_low..y_high),
-        (Scale::Linear, Scale::Log) => draw_chart(&root, plot, &drawable, x_low..x_high, (y_low..y_high).log_scale()),
-        (Scale::Log, Scale::Linear) => draw_chart(&root, plot, &drawable, (x_low..x_high).log_scale(), y_low..y_high),
+        (Scale::Linear, Scale::Linear) => draw_chart(&root, plot, &layers, x_low..x_high, y_low..y_high),
+        (Scale::Linear, Scale::Log) => draw_chart(&root, plot, &layers, x_low..x_high, (y_low..y_high).log_scale()),
+        (Scale::Log, Scale::Linear) => draw_chart(&root, plot, &layers, (x_low..x_high).log_scale(), y_low..y_high),
         (Scale::Log, Scale::Log) => {
-            draw_chart(&root, plot, &drawable, (x_low..x_high).log_scale(), (y_low..y_high).log_scale())
+            draw_chart(&root, plot, &layers, (x_low..x_high).log_scale(), (y_low..y_high).log_scale())
         }
     }?;
     root.present().map_err(|error| error.to_string())
 }
 
+/// What goes inside the axes: each series' drawable points, and the markers spanning the
+/// y range from its low end to its high end.
+struct Layers<'a> {
+    drawable: &'a [Vec<(f64, f64)>],
+    markers: &'a [&'a Marker],
+    y_span: (f64, f64),
+}
+
 fn draw_chart<X, Y>(
     root: &DrawingArea<SVGBackend, plotters::coord::Shift>,
     plot: &LinePlot,
-    drawable: &[Vec<(f64, f64)>],
+    layers: &Layers,
     x_range: X,
     y_range: Y,
 ) -> Result<(), String>
@@ -124,7 +147,7 @@ where
         .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
         .draw()
         .map_err(|error| failed(&error))?;
-    for (index, (series, points)) in plot.series.iter().zip(drawable).enumerate() {
+    for (index, (series, points)) in plot.series.iter().zip(layers.drawable).enumerate() {
         let color = PALETTE[index % PALETTE.len()];
         chart
             .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))
@@ -135,6 +158,17 @@ where
         chart
             .draw_series(points.iter().map(|point| Circle::new(*point, 3, color.filled())))
             .map_err(|error| failed(&error))?;
+    }
+    // Markers take the colours after the series', so a marker never shares a series' colour
+    // while the palette lasts.
+    for (index, marker) in layers.markers.iter().enumerate() {
+        let color = PALETTE[(plot.series.len() + index) % PALETTE.len()];
+        let (y_low, y_high) = layers.y_span;
+        chart
+            .draw_series(DashedLineSeries::new([(marker.x, y_low), (marker.x, y_high)], 6, 4, color.stroke_width(2)))
+            .map_err(|error| failed(&error))?
+            .label(marker.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
     }
     chart
         .configure_series_labels()
@@ -231,6 +265,18 @@ mod tests {
     fn log_axes_leave_out_values_they_cannot_place() {
         let svg = render_svg(&plot(vec![series("s", &[(0.0, 1.0), (1.0, -2.0), (2.0, 3.0), (4.0, 5.0)])], Scale::Log));
         assert_eq!(svg.matches("<circle").count(), 2, "only the two positive points: {svg}");
+    }
+
+    #[test]
+    fn markers_are_named_in_the_legend_and_widen_the_x_axis_to_show_themselves() {
+        let marked = render_svg_with_markers(
+            &plot(vec![series("latency", &[(0.0, 1.0), (1.0, 2.0)])], Scale::Linear),
+            &[Marker { label: "kill".into(), x: 5.0 }],
+        );
+        assert!(marked.contains("kill"), "{marked}");
+        // The marker takes the palette's second colour, after the one series.
+        assert!(marked.contains("#D55E00"), "{marked}");
+        assert!(marked.contains("\n5\n</text>"), "a tick at 5 shows the axis reaches the marker: {marked}");
     }
 
     #[test]

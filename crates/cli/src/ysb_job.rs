@@ -104,6 +104,7 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
             path: path.clone(),
             max_records_per_partition_per_batch: *max_records_per_batch,
             partitions: 0,
+            start_bytes: Vec::new(),
         }),
     };
     let campaigns = match &options.campaigns {

@@ -16,9 +16,9 @@ pub struct DeadLetterWriter {
 }
 
 impl DeadLetterWriter {
-    pub fn create(dir: &Path, stage: u32, partition: u32) -> Result<Self, ConnectorError> {
+    pub fn create(dir: &Path, stage: u32, partition: u32, attempt: u32) -> Result<Self, ConnectorError> {
         fs::create_dir_all(dir).map_err(ConnectorError::io("creating dead-letter directory", dir))?;
-        let path = dir.join(format!("dead-letters-s{stage}-p{partition}.jsonl"));
+        let path = dir.join(crate::files::attempt_file_name(&format!("dead-letters-s{stage}-p{partition}"), attempt));
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -72,7 +72,7 @@ mod tests {
     fn dead_letters_keep_reason_and_an_excerpt() {
         let dir = std::env::temp_dir().join(format!("sleet-dead-letter-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        let mut writer = DeadLetterWriter::create(&dir, 0, 3).expect("create");
+        let mut writer = DeadLetterWriter::create(&dir, 0, 3, 0).expect("create");
         let origin = serde_json::json!({"topic": "t", "partition": 3, "offset": 41});
         writer.write(7, 3, "field `x`: expected int64", b"{\"x\": \"no\"}", Some(origin)).expect("write");
         writer.write(8, 3, "record too large", &vec![b'a'; 5000], None).expect("write");

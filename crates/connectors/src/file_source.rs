@@ -68,8 +68,13 @@ impl FileSource {
             what: format!("file source {}", self.spec.path),
             reason: format!("has {} files now; partition {} has none", files.len(), self.partition),
         })?;
-        let file = File::open(&path).map_err(ConnectorError::io("opening source file", &path))?;
-        Ok(Reader { path, file: BufReader::with_capacity(1 << 20, file), position: 0 })
+        let mut file = File::open(&path).map_err(ConnectorError::io("opening source file", &path))?;
+        let position = self.spec.start_bytes.get(self.partition as usize).copied().unwrap_or(0);
+        if position > 0 {
+            use std::io::{Seek, SeekFrom};
+            file.seek(SeekFrom::Start(position)).map_err(ConnectorError::io("seeking in source file", &path))?;
+        }
+        Ok(Reader { path, file: BufReader::with_capacity(1 << 20, file), position })
     }
 }
 
@@ -146,7 +151,12 @@ mod tests {
     use super::*;
 
     fn spec(path: &Path, max: u32) -> FileSourceSpec {
-        FileSourceSpec { path: path.display().to_string(), max_records_per_partition_per_batch: max, partitions: 0 }
+        FileSourceSpec {
+            path: path.display().to_string(),
+            max_records_per_partition_per_batch: max,
+            partitions: 0,
+            start_bytes: Vec::new(),
+        }
     }
 
     #[test]

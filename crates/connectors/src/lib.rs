@@ -12,11 +12,13 @@
 //!  worker ──rows──▶ sink::Sink: encode (cpu) ──▶ write (its resource)
 //!    └─ JsonLinesSink (part-<p>.jsonl or stdout, disk)
 //!  worker ──bad records──▶ dead_letter::DeadLetterWriter
+//!  worker, driver ──snapshots, checkpoint records──▶ checkpoint_store::CheckpointStore
 //! ```
 //!
 //! `ysb::ground_truth` and `numbers::expected_sums` compute from the generator functions
 //! directly, never through JSON or the engine's operators, so tests can compare against them.
 
+pub mod checkpoint_store;
 pub mod dead_letter;
 pub mod error;
 pub mod file_source;

@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use sleet_plan::StageId;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::{BatchRecord, TaskId, TaskReport, TaskStats, WorkerId};
+use sleet_wire::{BatchRecord, PartitionSnapshot, TaskId, TaskReport, TaskStats, WorkerId};
 
 /// What a report did to the ledger.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +20,21 @@ pub enum Taken {
     /// Counted; its batch still has tasks out.
     Counted,
     /// Counted, and it was its batch's last task.
-    Completed(BatchRecord),
+    Completed(CompletedBatch),
+}
+
+/// A batch whose every task reported: its record, and what its tasks produced beyond it.
+/// The job's figures take a batch's output whole, once, when it completes: a batch re-run
+/// after a failure then counts once however many of its tasks ran twice.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CompletedBatch {
+    pub record: BatchRecord,
+    pub late_rows_dropped: u64,
+    pub unmatched_lookup_rows: u64,
+    pub sink_rows: u64,
+    pub window_latencies_ms: Vec<i64>,
+    /// The state snapshots its tasks wrote, when it ends a checkpoint.
+    pub snapshots: Vec<PartitionSnapshot>,
 }
 
 #[derive(Debug)]
@@ -28,7 +42,7 @@ struct OpenBatch {
     /// Hashed, not ordered: every task of every batch goes in and out once, and only the
     /// rare `waiting_on` looks at them as a whole.
     outstanding: FxHashMap<TaskId, WorkerId>,
-    record: BatchRecord,
+    completed: CompletedBatch,
     launched_at_us: i64,
     visible_at_us: Option<i64>,
     /// Per stage: the first task start and the last task end (µs). A list, not a map: a plan
@@ -57,8 +71,13 @@ impl BatchLedger {
         let record = BatchRecord { batch, group, scheduled_end_ms: self.clock.end_ms(batch), ..BatchRecord::default() };
         let outstanding: FxHashMap<TaskId, WorkerId> = tasks.into_iter().collect();
         assert!(outstanding.keys().all(|task| task.batch == batch), "batch {batch} opened with another batch's task");
-        let state =
-            OpenBatch { outstanding, record, launched_at_us: i64::MAX, visible_at_us: None, stage_spans: Vec::new() };
+        let state = OpenBatch {
+            outstanding,
+            completed: CompletedBatch { record, ..CompletedBatch::default() },
+            launched_at_us: i64::MAX,
+            visible_at_us: None,
+            stage_spans: Vec::new(),
+        };
         assert!(self.batches.insert(batch, state).is_none(), "batch {batch} opened twice");
     }
 
@@ -69,13 +88,19 @@ impl BatchLedger {
         if batch.outstanding.remove(&task).is_none() {
             return Taken::Ignored;
         }
+        let completed = &mut batch.completed;
         if let Some(range) = stats.source_range {
-            batch.record.events_in += stats.records_in;
-            batch.record.source_ranges.push((task.partition, range));
+            completed.record.events_in += stats.records_in;
+            completed.record.source_ranges.push((task.partition, range));
         }
-        batch.record.dead_letters += stats.dead_letters;
+        completed.record.dead_letters += stats.dead_letters;
+        completed.late_rows_dropped += stats.late_rows_dropped;
+        completed.unmatched_lookup_rows += stats.unmatched_lookup_rows;
+        completed.sink_rows += stats.sink_rows;
+        completed.window_latencies_ms.extend_from_slice(&stats.window_latencies_ms);
+        completed.snapshots.extend(stats.snapshot.clone());
         batch.launched_at_us = batch.launched_at_us.min(report.started_at_us);
-        batch.record.finished_at_us = batch.record.finished_at_us.max(report.finished_at_us);
+        completed.record.finished_at_us = completed.record.finished_at_us.max(report.finished_at_us);
         if let Some(visible_at_us) = stats.sink_visible_at_us {
             batch.visible_at_us = Some(batch.visible_at_us.map_or(visible_at_us, |seen| seen.max(visible_at_us)));
         }
@@ -93,7 +118,7 @@ impl BatchLedger {
         Taken::Completed(self.finish_record(batch))
     }
 
-    fn finish_record(&self, batch: OpenBatch) -> BatchRecord {
+    fn finish_record(&self, batch: OpenBatch) -> CompletedBatch {
         let span_ms = |stage: StageId| {
             batch
                 .stage_spans
@@ -101,21 +126,22 @@ impl BatchLedger {
                 .find(|(spanned, _)| *spanned == stage)
                 .map_or(0.0, |(_, (start, end))| (end - start).max(0) as f64 / 1000.0)
         };
-        let mut record = batch.record;
+        let mut completed = batch.completed;
+        let record = &mut completed.record;
         record.source_ranges.sort_unstable_by_key(|(partition, _)| *partition);
         record.launched_at_ms = batch.launched_at_us / 1000;
         record.finished_at_ms = record.finished_at_us / 1000;
         record.results_visible_at_ms = batch.visible_at_us.unwrap_or(record.finished_at_us) / 1000;
         record.map_stage_ms = span_ms(self.first_stage);
         record.reduce_stage_ms = self.reduce_stage.map_or(0.0, span_ms);
-        record
+        completed
     }
 
     /// Stops waiting for every batch past `last_batch` (a stop); returns the groups of the
     /// batches dropped, one entry per batch.
     pub fn truncate(&mut self, last_batch: u64) -> Vec<Option<u64>> {
         let dropped = self.batches.split_off(&(last_batch + 1));
-        dropped.into_values().map(|batch| batch.record.group).collect()
+        dropped.into_values().map(|batch| batch.completed.record.group).collect()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -177,7 +203,9 @@ mod tests {
         assert_eq!(ledger.report(&report(task(0, 1, 2), 1_031_000, 1_032_000), &source), Taken::Counted);
         assert_eq!(ledger.report(&report(task(0, 0, 2), 1_030_500, 1_033_000), &source), Taken::Counted);
         let sink = TaskStats { records_in: 80, sink_visible_at_us: Some(1_036_900), ..TaskStats::default() };
-        let Taken::Completed(record) = ledger.report(&report(task(1, 0, 2), 1_034_000, 1_037_000), &sink) else {
+        let Taken::Completed(CompletedBatch { record, .. }) =
+            ledger.report(&report(task(1, 0, 2), 1_034_000, 1_037_000), &sink)
+        else {
             panic!("the last task completes the batch")
         };
         assert_eq!(record.scheduled_end_ms, 1_030);
@@ -200,7 +228,9 @@ mod tests {
         assert_eq!(ledger.waiting_on(), Some((0, StageId(1), vec![2])));
         assert_eq!(ledger.truncate(0), vec![Some(4), Some(5)]);
         assert_eq!(ledger.oldest_open_batch(), Some(0));
-        let Taken::Completed(record) = ledger.report(&report(task(1, 0, 0), 5_000, 9_000), &stats) else {
+        let Taken::Completed(CompletedBatch { record, .. }) =
+            ledger.report(&report(task(1, 0, 0), 5_000, 9_000), &stats)
+        else {
             panic!("completes")
         };
         assert_eq!(record.results_visible_at_ms, 9, "a batch that wrote nothing is visible when it ends");

@@ -11,37 +11,35 @@ use std::time::Duration;
 
 use sleet_plan::StageInput;
 use sleet_wire::clock::now_ms;
-use sleet_wire::{
-    BatchRecord, DriverToClient, DriverToWorker, JobSummary, TaskDescriptor, TaskId, TaskInput, WorkerId,
-};
+use sleet_wire::{DriverToClient, DriverToWorker, TaskDescriptor, TaskId, TaskInput};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::barrier::StageBarrier;
-use crate::batch_ledger::{BatchLedger, Taken};
+use crate::batch_ledger::{BatchLedger, CompletedBatch, Taken};
 use crate::error::DriverError;
 use crate::intake::take_reports;
-use crate::job_link::{JobEvent, JobLink, RunningJob};
+use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::membership::EncodedMessage;
-use crate::placement::Placement;
-use crate::progress::JobStats;
 
 const PROGRESS_EVERY_MS: i64 = 1000;
 
+/// Runs one attempt of a job until its last batch is done, it is stopped, or it fails; a lost
+/// worker ends it with `DriverError::WorkerLost`, from which the coordinator recovers.
 pub async fn run(
     link: &mut JobLink<'_>,
     job: &RunningJob,
-    workers: &[WorkerId],
+    attempt: &Attempt,
+    session: &mut JobSession,
     replies: &mpsc::Sender<DriverToClient>,
-) -> Result<JobSummary, DriverError> {
-    let placement = Placement::new(workers.to_vec());
+) -> Result<(), DriverError> {
+    let placement = &attempt.placement;
     let stages = &job.physical.stages;
     let first_stage = stages.first().expect("a plan has a stage").id;
     let last_stage = stages.last().expect("a plan has a stage").id;
     let mut ledger = BatchLedger::new(job.clock, first_stage, last_stage);
-    let mut stats = JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler);
     let mut last_progress_ms = now_ms();
-    let mut batch: u64 = 0;
+    let mut batch: u64 = attempt.first_batch;
     'batches: loop {
         if job.batches_total().is_some_and(|total| batch >= total) {
             break;
@@ -68,13 +66,15 @@ pub async fn run(
                 JobEvent::Ended { .. } => {}
             }
         }
-        ledger.open(batch, None, placement.batch_tasks(job.job, batch, stages));
-        let mut completed: Option<BatchRecord> = None;
+        ledger.open(batch, None, placement.batch_tasks(attempt.job, batch, stages));
+        session.next_batch = session.next_batch.max(batch + 1);
+        let checkpoint = session.checkpoints.mark_if_due(batch, &job.clock).is_some();
+        let mut completed: Option<CompletedBatch> = None;
         let mut upstream: Option<StageBarrier> = None;
         for stage in stages {
             let mut tasks = Vec::with_capacity(stage.partitions as usize);
             for partition in 0..stage.partitions {
-                let task = TaskId { job: job.job, stage: stage.id, partition, batch };
+                let task = TaskId { job: attempt.job, stage: stage.id, partition, batch };
                 let input = match &stage.input {
                     StageInput::Source(_) => TaskInput::Source,
                     StageInput::Shuffle { .. } => TaskInput::Shuffle {
@@ -85,8 +85,9 @@ pub async fn run(
                     },
                 };
                 let worker = placement.worker_of(partition);
-                stats.launched(sleet_wire::clock::now_us());
-                let launch = EncodedMessage::new(&DriverToWorker::LaunchTask(TaskDescriptor { task, input }));
+                session.stats.launched(sleet_wire::clock::now_us());
+                let descriptor = TaskDescriptor { task, input, checkpoint };
+                let launch = EncodedMessage::new(&DriverToWorker::LaunchTask(descriptor));
                 link.send_to(worker, launch, batch).await?;
                 tasks.push((task, worker));
             }
@@ -95,7 +96,7 @@ pub async fn run(
             while !barrier.is_done() {
                 match link.next_event(deadline).await {
                     JobEvent::Status(status, _) => {
-                        let taken = take_reports(&status, &mut stats, now_ms(), |report, task_stats| {
+                        let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
                             let address = link.shuffle_address(report.worker).unwrap_or_default();
                             barrier.complete(report.task, task_stats, report.worker, address);
                             match ledger.report(report, task_stats) {
@@ -113,7 +114,7 @@ pub async fn run(
                     }
                     // A stop waits for the batch in flight, so the output ends on a batch boundary.
                     JobEvent::Stop => {
-                        return finish_after_stop(link, barrier, &mut ledger, stats, deadline).await;
+                        return finish_after_stop(link, attempt, barrier, &mut ledger, session, deadline).await;
                     }
                     JobEvent::Lost { worker, name, pid, reason } => {
                         return Err(DriverError::WorkerLost { worker, name, pid, batch, reason })
@@ -131,30 +132,35 @@ pub async fn run(
             }
             upstream = Some(barrier);
         }
-        stats.push_batch(completed.expect("the last stage's last report completes the batch"));
-        batch += 1;
+        let completed = completed.expect("the last stage's last report completes the batch");
         let now = now_ms();
+        if let Some(checkpoint) = session.checkpoints.completed(&completed, attempt.job, now) {
+            session.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
+        }
+        session.stats.push_batch(completed, now);
+        batch += 1;
         if now - last_progress_ms >= PROGRESS_EVERY_MS {
             last_progress_ms = now;
-            let _ = replies.try_send(DriverToClient::Progress(stats.progress(now)));
+            let _ = replies.try_send(DriverToClient::Progress(session.stats.progress(now)));
         }
     }
-    Ok(stats.summary(now_ms()))
+    Ok(())
 }
 
 /// A stop arrived mid-batch: the stage in flight still completes (the later stages are not
 /// launched, so the batch is dropped from the record) and the job ends cleanly.
 async fn finish_after_stop(
     link: &mut JobLink<'_>,
+    attempt: &Attempt,
     mut barrier: StageBarrier,
     ledger: &mut BatchLedger,
-    mut stats: JobStats,
+    session: &mut JobSession,
     deadline: Instant,
-) -> Result<JobSummary, DriverError> {
+) -> Result<(), DriverError> {
     while !barrier.is_done() {
         match link.next_event(deadline).await {
             JobEvent::Status(status, _) => {
-                let taken = take_reports(&status, &mut stats, now_ms(), |report, task_stats| {
+                let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
                     barrier.complete(report.task, task_stats, report.worker, "")
                         && ledger.report(report, task_stats) != Taken::Ignored
                 });
@@ -166,5 +172,5 @@ async fn finish_after_stop(
             JobEvent::Stop | JobEvent::Ended { .. } => {}
         }
     }
-    Ok(stats.summary(now_ms()))
+    Ok(())
 }

@@ -3,15 +3,24 @@
 
 use std::time::Duration;
 
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sleet_connectors::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
-use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, WorkerId};
+use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RecoveryRecord, WorkerId};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::error::DriverError;
-use crate::job_link::{JobEvent, JobLink, RunningJob};
+use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
+use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
+use crate::placement::Placement;
+use crate::progress::JobStats;
+use crate::recovery::{plan_recovery, resume_source};
 use crate::server::{accept_loop, ClientId, DriverEvent};
 
 #[derive(Debug, Clone)]
@@ -23,11 +32,21 @@ pub struct DriverConfig {
     pub worker_wait_s: u64,
     /// A stage of one batch that takes longer than this fails the job instead of hanging it.
     pub stage_timeout_s: u64,
+    pub heartbeats: HeartbeatSettings,
+    /// Where checkpoints go: a directory every worker can reach (on one machine, any).
+    pub checkpoint_dir: PathBuf,
 }
 
 impl Default for DriverConfig {
     fn default() -> Self {
-        DriverConfig { listen: "127.0.0.1:7077".into(), expect_workers: 1, worker_wait_s: 30, stage_timeout_s: 60 }
+        DriverConfig {
+            listen: "127.0.0.1:7077".into(),
+            expect_workers: 1,
+            worker_wait_s: 30,
+            stage_timeout_s: 60,
+            heartbeats: HeartbeatSettings::default(),
+            checkpoint_dir: PathBuf::from("sleet-checkpoints"),
+        }
     }
 }
 
@@ -43,11 +62,16 @@ const REGISTRATION_LEAD_MS: i64 = 300;
 pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
     let listener = TcpListener::bind(&config.listen).await?;
     let address = listener.local_addr()?;
+    // Workers resolve the path themselves, from wherever they were started.
+    std::fs::create_dir_all(&config.checkpoint_dir)?;
+    let config = DriverConfig { checkpoint_dir: std::fs::canonicalize(&config.checkpoint_dir)?, ..config };
     println!("sleet driver listening on {address}");
     use std::io::Write;
     std::io::stdout().flush()?;
     let (events_tx, events) = mpsc::channel(EVENT_QUEUE_LEN_MAX);
-    tokio::spawn(accept_loop(listener, events_tx));
+    let liveness = Arc::new(Liveness::default());
+    tokio::spawn(watch_heartbeats(Arc::clone(&liveness), config.heartbeats, events_tx.clone()));
+    tokio::spawn(accept_loop(listener, events_tx, liveness, config.heartbeats));
     Coordinator { config, membership: Membership::default(), events, next_job: 1, shutting_down: false }.serve().await;
     Ok(())
 }
@@ -124,18 +148,7 @@ impl Coordinator {
             Some(start_ms) => BatchClock::new(start_ms, interval_ms),
             None => BatchClock::aligned_after(now_ms() + REGISTRATION_LEAD_MS, interval_ms),
         };
-        let registration = JobRegistration {
-            job,
-            name: job_file.plan.name.clone(),
-            stages: physical.stages.clone(),
-            clock,
-            dead_letter_dir: job_file.settings.dead_letter_dir.clone(),
-        };
         let workers = self.membership.ids();
-        let register = EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
-        for handle in self.membership.handles() {
-            let _ = handle.send_encoded(register.clone()).await;
-        }
         let accepted = DriverToClient::Accepted { job, workers: workers.len() as u32, start_ms: clock.start_ms };
         let _ = replies.send(accepted).await;
         let scheduler = job_file.settings.scheduler;
@@ -143,7 +156,6 @@ impl Coordinator {
             "sleet driver: job {job} `{}` starts at {} on workers {workers:?} ({scheduler} scheduler)",
             job_file.plan.name, clock.start_ms
         );
-
         let context = RunningJob {
             job,
             client,
@@ -152,12 +164,7 @@ impl Coordinator {
             physical,
             stage_timeout: Duration::from_secs(self.config.stage_timeout_s),
         };
-        let mut link = self.link(job, client);
-        let result = match scheduler {
-            SchedulerKind::Bsp => crate::bsp::run(&mut link, &context, &workers, &replies).await,
-            SchedulerKind::Group => crate::group::run(&mut link, &context, &workers, &replies).await,
-        };
-        self.end_job(job, client, &workers).await;
+        let result = self.run_attempts(&context, &job_file.plan.name, workers, &replies).await;
         match result {
             Ok(summary) => {
                 eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total);
@@ -167,6 +174,126 @@ impl Coordinator {
                 let reason = sleet_wire::error_chain(&error);
                 eprintln!("sleet driver: job {job} failed: {reason}");
                 let _ = replies.send(DriverToClient::Failed { job, reason }).await;
+            }
+        }
+    }
+
+    /// Runs a job's attempts: the first, and after each lost worker one that resumes from the
+    /// latest checkpoint on the survivors, until the job ends or no worker is left.
+    async fn run_attempts(
+        &mut self,
+        job: &RunningJob,
+        name: &str,
+        workers: Vec<WorkerId>,
+        replies: &mpsc::Sender<DriverToClient>,
+    ) -> Result<JobSummary, DriverError> {
+        let stages = &job.physical.stages;
+        let stateful_partitions =
+            stages.iter().filter(|stage| stage.is_stateful()).map(|stage| stage.partitions as usize).sum();
+        let store = (job.settings.checkpoint_interval_ms > 0).then(|| DirectoryStore::new(&self.config.checkpoint_dir));
+        let mut session = JobSession {
+            stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
+            checkpoints: Checkpoints::new(job.job, job.settings.checkpoint_interval_ms, stateful_partitions, store),
+            next_batch: 0,
+        };
+        let mut attempt =
+            Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
+        let mut restore: Option<CheckpointRecord> = None;
+        loop {
+            self.register_attempt(job, name, &attempt, restore.as_ref()).await;
+            let mut link = self.link(job.job, job.client);
+            let result = match job.settings.scheduler {
+                SchedulerKind::Bsp => crate::bsp::run(&mut link, job, &attempt, &mut session, replies).await,
+                SchedulerKind::Group => crate::group::run(&mut link, job, &attempt, &mut session, replies).await,
+            };
+            let lost = match result {
+                Err(DriverError::WorkerLost { worker, name, pid, batch, reason }) => {
+                    (worker, DriverError::WorkerLost { worker, name, pid, batch, reason })
+                }
+                other => {
+                    self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
+                    session.checkpoints.discard();
+                    return other.map(|()| session.stats.summary(now_ms()));
+                }
+            };
+            let (worker, error) = lost;
+            let detected_at_ms = now_ms();
+            let checkpoint = session.checkpoints.latest().cloned();
+            let Some(plan) = plan_recovery(&attempt.placement, &[worker], checkpoint.as_ref(), session.next_batch)
+            else {
+                session.checkpoints.discard();
+                return Err(DriverError::NoWorkerLeft(Box::new(error)));
+            };
+            eprintln!(
+                "sleet driver: job {}: {}; recovering on workers {:?} from {}, moving partitions {:?}, re-running batches {}..{}",
+                job.job,
+                sleet_wire::error_chain(&error),
+                plan.placement.workers(),
+                checkpoint.as_ref().map_or("the start (no checkpoint yet)".to_string(), |c| format!("the checkpoint after batch {}", c.batch)),
+                plan.moves.iter().map(|(partition, _, to)| (*partition, *to)).collect::<Vec<_>>(),
+                plan.rerun.start,
+                plan.rerun.end,
+            );
+            // Survivors drop the failed attempt's tasks, state and blocks; its late messages
+            // carry an id nothing waits for any more.
+            for survivor in plan.placement.workers() {
+                if let Some(handle) = self.membership.get(*survivor) {
+                    let _ = handle.send(&DriverToWorker::EndJob { job: attempt.job }).await;
+                }
+            }
+            session.stats.recovered(RecoveryRecord {
+                lost_worker: worker,
+                reason: sleet_wire::error_chain(&error),
+                detected_at_ms,
+                checkpoint_batch: checkpoint.as_ref().map(|c| c.batch),
+                resume_batch: plan.resume_batch,
+                rerun_batches: plan.rerun.end - plan.rerun.start,
+                moves: plan.moves.clone(),
+                workers: plan.placement.workers().to_vec(),
+            });
+            session.checkpoints.resume(self.next_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
+            attempt = Attempt {
+                job: self.next_job,
+                number: attempt.number + 1,
+                placement: plan.placement,
+                first_batch: plan.resume_batch,
+            };
+            self.next_job += 1;
+            restore = checkpoint;
+        }
+    }
+
+    /// Tells every worker of the attempt its stage plans, and where to restore state from.
+    async fn register_attempt(
+        &mut self,
+        job: &RunningJob,
+        name: &str,
+        attempt: &Attempt,
+        restore: Option<&CheckpointRecord>,
+    ) {
+        let mut stages = job.physical.stages.clone();
+        if let Some(checkpoint) = restore {
+            for stage in &mut stages {
+                if let sleet_plan::StageInput::Source(spec) = &mut stage.input {
+                    *spec = resume_source(spec, checkpoint);
+                }
+            }
+        }
+        let registration = JobRegistration {
+            job: attempt.job,
+            name: name.to_string(),
+            stages,
+            clock: job.clock,
+            dead_letter_dir: job.settings.dead_letter_dir.clone(),
+            attempt: attempt.number,
+            checkpoint_dir: (job.settings.checkpoint_interval_ms > 0)
+                .then(|| self.config.checkpoint_dir.to_string_lossy().into_owned()),
+            restore: restore.map(CheckpointRecord::restore_point),
+        };
+        let register = EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
+        for worker in attempt.placement.workers() {
+            if let Some(handle) = self.membership.get(*worker) {
+                let _ = handle.send_encoded(register.clone()).await;
             }
         }
     }

@@ -10,9 +10,15 @@ pub enum DriverError {
     /// The job needs more workers than joined; the message names those that did.
     #[error("{} of {expected} expected workers joined within {waited_s} s{}; the job did not start (start more workers, or lower --expect-workers)", joined.len(), joined_list(joined))]
     TooFewWorkers { expected: u32, joined: Vec<String>, waited_s: u64 },
-    /// A worker process went away; without recovery (a later feature) the job cannot finish.
-    #[error("worker {worker} ({name}, pid {pid}) was lost during batch {batch}: {reason}; the job is stopped because recovery from a lost worker is not implemented yet")]
+    /// A worker process went away or went silent. The coordinator recovers from this while
+    /// workers survive; it is the job's error only when none does.
+    #[error("worker {worker} ({name}, pid {pid}) was lost during batch {batch}: {reason}")]
     WorkerLost { worker: WorkerId, name: String, pid: u32, batch: u64, reason: String },
+    /// Every worker of the job is gone.
+    #[error("{0}; no worker is left to recover on")]
+    NoWorkerLeft(Box<DriverError>),
+    #[error("recording a checkpoint failed")]
+    Checkpoint(#[source] sleet_connectors::ConnectorError),
     #[error("{task} failed on worker {worker}: {reason}")]
     TaskFailed { task: TaskId, worker: WorkerId, reason: String },
     #[error("{stage} of batch {batch} did not finish within {timeout_s} s; waiting on workers {workers:?}")]

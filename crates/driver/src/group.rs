@@ -23,63 +23,68 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use sleet_wire::clock::{now_ms, now_us};
-use sleet_wire::{DriverToClient, DriverToWorker, GroupRecord, JobSummary, WorkerId};
+use sleet_wire::{DriverToClient, DriverToWorker, GroupRecord, WorkerId};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use crate::batch_ledger::BatchLedger;
+use crate::batch_ledger::{BatchLedger, CompletedBatch};
 use crate::error::DriverError;
 use crate::group_plan::{compose_group, group_tasks, GroupSpec};
 use crate::group_size::GroupSizePolicy;
 use crate::group_tracker::{GroupCost, GroupTracker};
 use crate::intake::take_reports;
-use crate::job_link::{JobEvent, JobLink, RunningJob};
+use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::membership::EncodedMessage;
-use crate::placement::Placement;
-use crate::progress::JobStats;
 
 /// Groups out at once: the one running and the next, already on the workers.
 const GROUPS_IN_FLIGHT: usize = 2;
 const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+/// The most batches one catch-up group holds after a recovery.
+const CATCH_UP_GROUP_MAX: u32 = 1024;
 /// On a stop, batches closing within this margin still run; later ones are dropped. It must
 /// cover the time a `Truncate` takes to reach every worker.
 const STOP_MARGIN_MS: i64 = 200;
 
 struct GroupScheduler<'a> {
     job: &'a RunningJob,
-    placement: Placement,
+    attempt: &'a Attempt,
+    session: &'a mut JobSession,
     addresses: BTreeMap<WorkerId, String>,
     tracker: GroupTracker,
     policy: GroupSizePolicy,
-    stats: JobStats,
     next_group: u64,
     next_batch: u64,
     /// No batch at or past this one is sent: the job's end, or the batch after a stop.
     batch_limit: u64,
 }
 
+/// Runs one attempt of a job until its last batch is done, it is stopped, or it fails; a lost
+/// worker ends it with `DriverError::WorkerLost`, from which the coordinator recovers.
 pub async fn run(
     link: &mut JobLink<'_>,
     job: &RunningJob,
-    workers: &[WorkerId],
+    attempt: &Attempt,
+    session: &mut JobSession,
     replies: &mpsc::Sender<DriverToClient>,
-) -> Result<JobSummary, DriverError> {
+) -> Result<(), DriverError> {
     let stages = &job.physical.stages;
     let first_stage = stages.first().expect("a plan has a stage").id;
     let last_stage = stages.last().expect("a plan has a stage").id;
-    let addresses = workers
+    let addresses = attempt
+        .placement
+        .workers()
         .iter()
         .filter_map(|worker| link.shuffle_address(*worker).map(|address| (*worker, address.to_string())))
         .collect();
     let mut scheduler = GroupScheduler {
         job,
-        placement: Placement::new(workers.to_vec()),
+        attempt,
+        session,
         addresses,
         tracker: GroupTracker::new(BatchLedger::new(job.clock, first_stage, last_stage)),
         policy: GroupSizePolicy::new(job.settings.group_size, job.settings.overhead_bounds),
-        stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
         next_group: 0,
-        next_batch: 0,
+        next_batch: attempt.first_batch,
         batch_limit: job.batches_total().unwrap_or(u64::MAX),
     };
     let stage_timeout = job.stage_timeout;
@@ -99,7 +104,7 @@ pub async fn run(
                 }
                 let mut batches = Vec::new();
                 let tracker = &mut scheduler.tracker;
-                let taken = take_reports(&status, &mut scheduler.stats, now, |report, task_stats| {
+                let taken = take_reports(&status, attempt.job, &mut scheduler.session.stats, |report, task_stats| {
                     tracker.report(report, task_stats, &mut batches)
                 });
                 if let Err(failure) = taken {
@@ -107,8 +112,8 @@ pub async fn run(
                     return Err(link.explain_failure(failure, batch).await);
                 }
                 scheduler.tracker.charge_status(&status, decode_us + (now_us() - handling_started_us));
-                for record in batches {
-                    scheduler.stats.push_batch(record);
+                for completed in batches {
+                    scheduler.batch_completed(completed, now)?;
                 }
                 scheduler.close_finished_groups(now);
                 scheduler.send_groups(link).await?;
@@ -144,7 +149,7 @@ pub async fn run(
             let _ = replies.try_send(DriverToClient::Progress(scheduler.progress()));
         }
     }
-    Ok(scheduler.stats.summary(now_ms()))
+    Ok(())
 }
 
 impl GroupScheduler<'_> {
@@ -159,22 +164,53 @@ impl GroupScheduler<'_> {
     async fn send_group(&mut self, link: &JobLink<'_>) -> Result<(), DriverError> {
         let decided_at_us = now_us();
         let remaining = self.batch_limit - self.next_batch;
-        let batch_count = (self.policy.size() as u64).min(remaining) as u32;
-        let spec = GroupSpec { job: self.job.job, group: self.next_group, first_batch: self.next_batch, batch_count };
+        let batch_count = (self.group_size(now_ms()) as u64).min(remaining) as u32;
+        let last_batch = self.next_batch + batch_count as u64 - 1;
+        let checkpoint_after = self.session.checkpoints.mark_if_due(last_batch, &self.job.clock);
+        let spec = GroupSpec {
+            job: self.attempt.job,
+            group: self.next_group,
+            first_batch: self.next_batch,
+            batch_count,
+            checkpoint_after,
+        };
         let stages = &self.job.physical.stages;
-        let messages = compose_group(&spec, stages, &self.placement, &self.addresses);
+        let placement = &self.attempt.placement;
+        let messages = compose_group(&spec, stages, placement, &self.addresses);
         let workers_messaged = messages.len();
         for (worker, launch) in messages {
             let message = EncodedMessage::new(&DriverToWorker::LaunchGroup(launch));
-            self.stats.launched(now_us());
+            self.session.stats.launched(now_us());
             link.send_to(worker, message, spec.first_batch).await?;
         }
-        let tasks = group_tasks(&spec, stages, &self.placement);
+        let tasks = group_tasks(&spec, stages, placement);
         // The tracker's bookkeeping grows with the group, so it counts as scheduling too.
         self.tracker.launched(spec, tasks, workers_messaged, now_ms());
         self.tracker.charge_schedule(spec.group, now_us() - decided_at_us);
         self.next_group += 1;
         self.next_batch += batch_count as u64;
+        self.session.next_batch = self.session.next_batch.max(self.next_batch);
+        Ok(())
+    }
+
+    /// The policy's size, except while a resumed attempt catches up: batches that closed
+    /// while the job recovered go out in one group, so that every partition can run many
+    /// of them at once instead of two groups' worth per round trip.
+    fn group_size(&self, now_ms: i64) -> u32 {
+        let size = self.policy.size();
+        if self.attempt.number == 0 || self.job.clock.end_ms(self.next_batch) > now_ms {
+            return size;
+        }
+        let closed = self.job.clock.closed_by(now_ms) + 1 - self.next_batch;
+        (closed.min(CATCH_UP_GROUP_MAX as u64) as u32).max(size)
+    }
+
+    /// A batch is done: its output counts, and it may complete a checkpoint.
+    fn batch_completed(&mut self, completed: CompletedBatch, now_ms: i64) -> Result<(), DriverError> {
+        if let Some(checkpoint) = self.session.checkpoints.completed(&completed, self.attempt.job, now_ms) {
+            self.session.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
+        }
+        self.session.stats.push_batch(completed, now_ms);
         Ok(())
     }
 
@@ -189,7 +225,7 @@ impl GroupScheduler<'_> {
     fn close_group(&mut self, cost: GroupCost) {
         let overhead = cost.overhead();
         let (_, overhead_average) = self.policy.observe(overhead, cost.spec.batch_count);
-        self.stats.push_group(GroupRecord {
+        self.session.stats.push_group(GroupRecord {
             group: cost.spec.group,
             first_batch: cost.spec.first_batch,
             size: cost.spec.batch_count,
@@ -213,8 +249,8 @@ impl GroupScheduler<'_> {
         let last_sent = self.next_batch.saturating_sub(1);
         let last_batch = due.min(last_sent);
         self.batch_limit = self.batch_limit.min(last_batch + 1).min(self.next_batch);
-        let truncate = EncodedMessage::new(&DriverToWorker::Truncate { job: self.job.job, last_batch });
-        for worker in self.placement.workers() {
+        let truncate = EncodedMessage::new(&DriverToWorker::Truncate { job: self.attempt.job, last_batch });
+        for worker in self.attempt.placement.workers() {
             if let Some(handle) = link.membership.get(*worker) {
                 let _ = handle.send_encoded(truncate.clone()).await;
             }
@@ -224,9 +260,10 @@ impl GroupScheduler<'_> {
     }
 
     fn progress(&self) -> sleet_wire::JobProgress {
-        let mut progress = self.stats.progress(now_ms());
+        let mut progress = self.session.stats.progress(now_ms());
         progress.group_size = Some(self.policy.size());
-        progress.overhead = self.stats.last_group().map(|group| group.overhead_average.unwrap_or(group.overhead));
+        progress.overhead =
+            self.session.stats.last_group().map(|group| group.overhead_average.unwrap_or(group.overhead));
         progress
     }
 }

@@ -20,6 +20,9 @@ pub struct GroupSpec {
     pub group: u64,
     pub first_batch: u64,
     pub batch_count: u32,
+    /// The batch after which stateful partitions snapshot their state, if the group ends a
+    /// checkpoint.
+    pub checkpoint_after: Option<u64>,
 }
 
 impl GroupSpec {
@@ -70,6 +73,7 @@ pub fn compose_group(
                 batch_count: spec.batch_count,
                 tasks,
                 downstream: downstream.clone(),
+                checkpoint_after: spec.checkpoint_after,
             };
             (worker, launch)
         })
@@ -113,13 +117,13 @@ mod tests {
     }
 
     fn spec(batch_count: u32) -> GroupSpec {
-        GroupSpec { job: 3, group: 5, first_batch: 40, batch_count }
+        GroupSpec { job: 3, group: 5, first_batch: 40, batch_count, checkpoint_after: None }
     }
 
     #[test]
     fn one_message_per_worker_whatever_the_group_size() {
         let workers = [1, 2, 3, 4];
-        let placement = Placement::new(workers.to_vec());
+        let placement = Placement::new(workers.to_vec(), 16);
         let stages = two_stages(4, 16);
         for batch_count in [1, 10, 100] {
             let messages = compose_group(&spec(batch_count), &stages, &placement, &addresses(&workers));
@@ -141,7 +145,7 @@ mod tests {
 
     #[test]
     fn downstream_stages_come_first_and_owners_follow_placement() {
-        let placement = Placement::new(vec![7, 9]);
+        let placement = Placement::new(vec![7, 9], 3);
         let messages = compose_group(&spec(10), &two_stages(2, 3), &placement, &addresses(&[7, 9]));
         let (worker, launch) = &messages[0];
         assert_eq!(*worker, 7);
@@ -157,7 +161,7 @@ mod tests {
 
     #[test]
     fn a_worker_with_no_partition_gets_no_message() {
-        let placement = Placement::new(vec![1, 2, 3]);
+        let placement = Placement::new(vec![1, 2, 3], 2);
         let messages = compose_group(&spec(1), &two_stages(2, 2), &placement, &addresses(&[1, 2, 3]));
         assert_eq!(messages.iter().map(|(worker, _)| *worker).collect::<Vec<_>>(), vec![1, 2]);
     }

@@ -27,9 +27,9 @@
 use std::collections::BTreeMap;
 
 use sleet_plan::StageId;
-use sleet_wire::{BatchRecord, GroupRegistered, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId};
+use sleet_wire::{GroupRegistered, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId};
 
-use crate::batch_ledger::{BatchLedger, Taken};
+use crate::batch_ledger::{BatchLedger, CompletedBatch, Taken};
 use crate::group_plan::GroupSpec;
 
 /// A group whose every task and registration is in.
@@ -119,7 +119,7 @@ impl GroupTracker {
     }
 
     pub fn registered(&mut self, registered: &GroupRegistered) {
-        if let Some(group) = self.groups.get_mut(&registered.group) {
+        if let Some(group) = self.groups.get_mut(&registered.group).filter(|group| group.spec.job == registered.job) {
             assert!(group.registrations_missing > 0, "group {} registered more often than sent", registered.group);
             group.registrations_missing -= 1;
             group.register_us += registered.register_us;
@@ -153,7 +153,12 @@ impl GroupTracker {
     /// Takes a successful task's report; a batch it completes goes to `completed_batches`.
     /// Returns false (and changes nothing) for a task this tracker does not wait for, such as
     /// one that started past a truncation.
-    pub fn report(&mut self, report: &TaskReport, stats: &TaskStats, completed_batches: &mut Vec<BatchRecord>) -> bool {
+    pub fn report(
+        &mut self,
+        report: &TaskReport,
+        stats: &TaskStats,
+        completed_batches: &mut Vec<CompletedBatch>,
+    ) -> bool {
         let record = match self.batches.report(report, stats) {
             Taken::Ignored => return false,
             Taken::Counted => None,
@@ -239,13 +244,13 @@ mod tests {
     const JOB: u64 = 1;
 
     fn spec(group: u64, first_batch: u64, batch_count: u32) -> GroupSpec {
-        GroupSpec { job: JOB, group, first_batch, batch_count }
+        GroupSpec { job: JOB, group, first_batch, batch_count, checkpoint_after: None }
     }
 
     /// Two stages of one partition each on worker 1: tasks (stage 0, p0) and (stage 1, p0).
     fn tasks_of(spec: &GroupSpec) -> Vec<(TaskId, WorkerId)> {
         let stages = sleet_plan_stages();
-        group_tasks(spec, &stages, &Placement::new(vec![1]))
+        group_tasks(spec, &stages, &Placement::new(vec![1], 1))
     }
 
     fn sleet_plan_stages() -> Vec<sleet_plan::StagePlan> {
@@ -321,7 +326,7 @@ mod tests {
         assert!(tracker.report(&report(0, 0, 10_000, 2_000), &source_stats(50), &mut batches));
         assert!(batches.is_empty(), "batch 0's reduce task is still out");
         assert!(tracker.report(&report(1, 0, 12_500, 500), &TaskStats::default(), &mut batches));
-        let record = &batches[0];
+        let record = &batches[0].record;
         assert_eq!((record.batch, record.events_in, record.scheduled_end_ms), (0, 50, 10));
         assert_eq!((record.launched_at_ms, record.finished_at_us), (10, 13_000));
         assert_eq!((record.map_stage_ms, record.reduce_stage_ms), (2.0, 0.5));

@@ -10,8 +10,11 @@ use sleet_wire::clock::BatchClock;
 use sleet_wire::{DriverToClient, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
 use tokio::sync::mpsc;
 
+use crate::checkpoints::Checkpoints;
 use crate::error::DriverError;
 use crate::membership::{EncodedMessage, Membership};
+use crate::placement::Placement;
+use crate::progress::JobStats;
 use crate::server::{ClientId, DriverEvent};
 
 /// What the running job's scheduler is told by an event that concerns it.
@@ -35,6 +38,7 @@ pub enum JobEvent {
 
 /// A job while it runs: what its scheduler needs to know about it.
 pub struct RunningJob {
+    /// The id its client knows it by; each attempt runs under an id of its own.
     pub job: JobId,
     pub client: ClientId,
     pub clock: BatchClock,
@@ -49,6 +53,28 @@ impl RunningJob {
     pub fn batches_total(&self) -> Option<u64> {
         self.settings.duration_ms.map(|duration| self.clock.batches_in(duration))
     }
+}
+
+/// One attempt at running a job: the first, or the one that goes on after workers were lost.
+/// Every task, block and report of an attempt carries its id, so nothing of an earlier
+/// attempt can be mistaken for this one's.
+#[derive(Debug, Clone)]
+pub struct Attempt {
+    /// The id on the wire.
+    pub job: JobId,
+    /// 0 for the first attempt.
+    pub number: u32,
+    pub placement: Placement,
+    /// The first batch it runs: 0, or the one after the checkpoint it resumed from.
+    pub first_batch: u64,
+}
+
+/// What lasts across the attempts of one job: its figures, its checkpoints, its recoveries.
+pub struct JobSession {
+    pub stats: JobStats,
+    pub checkpoints: Checkpoints,
+    /// The first batch no attempt has sent yet: where a recovery's re-run ends.
+    pub next_batch: u64,
 }
 
 /// The driver's state as a running job's scheduler may use it.

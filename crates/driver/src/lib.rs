@@ -9,11 +9,15 @@
 //!  bsp:   per batch ─ LaunchTask × tasks ─▶ workers ─ Status ─▶ barrier ─▶ next stage
 //!         placement · barrier                                                 (all pure)
 //!  both:  Status ─▶ intake (failures, figures) ─▶ batch_ledger (batch records) ─▶ progress
+//!         batch ends a checkpoint ─▶ checkpoints (snapshots + source positions, in the store)
+//!  heartbeats ─▶ liveness (timeout, fence) ─▶ WorkerLost ─▶ coordinator: recovery (pure plan)
+//!         ─▶ a new attempt on the survivors, from the latest checkpoint
 //! ```
 
 pub mod barrier;
 pub mod batch_ledger;
 pub mod bsp;
+pub mod checkpoints;
 pub mod coordinator;
 pub mod error;
 pub mod group;
@@ -22,10 +26,13 @@ pub mod group_size;
 pub mod group_tracker;
 pub mod intake;
 pub mod job_link;
+pub mod liveness;
 pub mod membership;
 pub mod placement;
 pub mod progress;
+pub mod recovery;
 pub mod server;
 
 pub use coordinator::{run, DriverConfig};
 pub use error::DriverError;
+pub use liveness::HeartbeatSettings;

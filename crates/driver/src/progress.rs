@@ -5,7 +5,9 @@ use std::collections::VecDeque;
 
 use sleet_clarity::{percentile, MonotaskRecord, MonotaskTotals};
 use sleet_plan::SchedulerKind;
-use sleet_wire::{BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, TaskStats};
+use sleet_wire::{BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RecoveryRecord, TaskStats};
+
+use crate::batch_ledger::CompletedBatch;
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
@@ -39,6 +41,34 @@ pub struct JobStats {
     groups: VecDeque<GroupRecord>,
     /// What the latest source report said its source waits for; cleared by one without.
     source_waiting: Option<String>,
+    /// Batches already counted, so that one re-run after a failure is not counted twice.
+    counted: CountedBatches,
+    /// Batches that completed a second time, in a later attempt of the job.
+    pub batches_rerun: u64,
+    recoveries: Vec<RecoveryRecord>,
+}
+
+/// A set of batch numbers that stays small over a long job: batches complete almost in
+/// order, so everything below `below` is in, and only the few that completed ahead of an
+/// older one are kept one by one.
+#[derive(Debug, Default)]
+struct CountedBatches {
+    below: u64,
+    ahead: std::collections::BTreeSet<u64>,
+}
+
+impl CountedBatches {
+    /// Adds `batch`; false when it was already in.
+    fn insert(&mut self, batch: u64) -> bool {
+        if batch < self.below || !self.ahead.insert(batch) {
+            return false;
+        }
+        while self.ahead.first() == Some(&self.below) {
+            self.ahead.pop_first();
+            self.below += 1;
+        }
+        true
+    }
 }
 
 impl JobStats {
@@ -46,24 +76,10 @@ impl JobStats {
         JobStats { job, start_ms, scheduler: scheduler.to_string(), ..JobStats::default() }
     }
 
-    pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord], now_ms: i64) {
+    /// A task's work: every monotask counts, a re-run's too, since it was really done.
+    pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord]) {
         if stats.source_range.is_some() {
-            self.events_in += stats.records_in;
             self.source_waiting.clone_from(&stats.source_waiting);
-        }
-        self.dead_letters += stats.dead_letters;
-        self.late_rows_dropped += stats.late_rows_dropped;
-        self.unmatched_lookup_rows += stats.unmatched_lookup_rows;
-        self.sink_rows += stats.sink_rows;
-        for latency in &stats.window_latencies_ms {
-            self.recent_latencies.push_back((now_ms, *latency));
-            if self.window_latencies_ms.len() == WINDOW_LATENCIES_MAX {
-                self.window_latencies_ms.pop_front();
-            }
-            self.window_latencies_ms.push_back(*latency);
-        }
-        while self.recent_latencies.front().is_some_and(|(at, _)| *at < now_ms - RECENT_LATENCY_SPAN_MS) {
-            self.recent_latencies.pop_front();
         }
         for monotask in monotasks {
             self.monotasks.add(monotask);
@@ -83,15 +99,41 @@ impl JobStats {
         self.groups.push_back(record);
     }
 
+    pub fn recovered(&mut self, recovery: RecoveryRecord) {
+        self.recoveries.push(recovery);
+    }
+
     pub fn last_group(&self) -> Option<&GroupRecord> {
         self.groups.back()
     }
 
-    pub fn push_batch(&mut self, record: BatchRecord) {
+    /// A completed batch's output, counted the first time the batch completes. A batch
+    /// re-run after a failure reads the same input and produces the same rows, so its first
+    /// record stands: that is when its results became visible.
+    pub fn push_batch(&mut self, completed: CompletedBatch, now_ms: i64) {
+        if !self.counted.insert(completed.record.batch) {
+            self.batches_rerun += 1;
+            return;
+        }
+        self.events_in += completed.record.events_in;
+        self.dead_letters += completed.record.dead_letters;
+        self.late_rows_dropped += completed.late_rows_dropped;
+        self.unmatched_lookup_rows += completed.unmatched_lookup_rows;
+        self.sink_rows += completed.sink_rows;
+        for latency in completed.window_latencies_ms {
+            self.recent_latencies.push_back((now_ms, latency));
+            if self.window_latencies_ms.len() == WINDOW_LATENCIES_MAX {
+                self.window_latencies_ms.pop_front();
+            }
+            self.window_latencies_ms.push_back(latency);
+        }
+        while self.recent_latencies.front().is_some_and(|(at, _)| *at < now_ms - RECENT_LATENCY_SPAN_MS) {
+            self.recent_latencies.pop_front();
+        }
         if self.batches.len() == BATCH_RECORDS_MAX {
             self.batches.pop_front();
         }
-        self.batches.push_back(record);
+        self.batches.push_back(completed.record);
         self.batches_total += 1;
     }
 
@@ -140,6 +182,8 @@ impl JobStats {
             first_launch_at_us: self.first_launch_at_us.unwrap_or(0),
             launch_messages: self.launch_messages,
             groups: self.groups.into(),
+            recoveries: self.recoveries,
+            batches_rerun: self.batches_rerun,
         }
     }
 }
@@ -150,22 +194,29 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn counts_source_events_once_and_recent_latency_forgets_old_windows() {
-        let mut stats = JobStats::new(1, 0, SchedulerKind::Bsp);
-        let source = TaskStats {
-            source_range: Some(SourceRange::Time { start_ms: 0, end_ms: 100 }),
-            records_in: 50,
-            dead_letters: 2,
-            ..TaskStats::default()
+    fn completed(batch: u64, events_in: u64, latencies: Vec<i64>) -> CompletedBatch {
+        let record = BatchRecord {
+            batch,
+            events_in,
+            source_ranges: vec![(0, SourceRange::Time { start_ms: 0, end_ms: 100 })],
+            ..BatchRecord::default()
         };
-        let reduce = TaskStats { records_in: 10, window_latencies_ms: vec![120], ..TaskStats::default() };
-        stats.add_task(&source, &[], 1_000);
-        stats.add_task(&reduce, &[], 1_000);
-        assert_eq!(stats.events_in, 50, "reduce-side rows are not input events");
+        CompletedBatch { record, window_latencies_ms: latencies, ..CompletedBatch::default() }
+    }
+
+    #[test]
+    fn a_batch_counts_once_however_often_it_completes_and_recent_latency_forgets_old_windows() {
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Bsp);
+        stats.push_batch(completed(0, 50, vec![120]), 1_000);
+        stats.push_batch(completed(2, 30, vec![]), 1_000);
         assert_eq!(stats.progress(1_000).window_latency_ms_p50, Some(120.0));
-        let later = TaskStats { window_latencies_ms: vec![80], ..TaskStats::default() };
-        stats.add_task(&later, &[], 20_000);
+        // Re-run after a failure: batch 2 again, then batch 1 for the first time.
+        stats.push_batch(completed(2, 30, vec![999]), 2_000);
+        stats.push_batch(completed(1, 20, vec![]), 2_000);
+        assert_eq!((stats.events_in, stats.batches_total, stats.batches_rerun), (100, 3, 1));
+        stats.push_batch(completed(0, 50, vec![]), 2_500);
+        assert_eq!(stats.batches_rerun, 2, "a batch below the contiguous mark is known too");
+        stats.push_batch(completed(3, 10, vec![80]), 20_000);
         assert_eq!(stats.progress(20_000).window_latency_ms_p99, Some(80.0));
         assert_eq!(stats.window_latencies_ms, [120, 80]);
     }

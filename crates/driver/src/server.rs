@@ -10,6 +10,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use crate::liveness::{HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, WorkerHandle};
 
 pub type ClientId = u64;
@@ -44,13 +45,19 @@ pub enum DriverEvent {
     Shutdown,
 }
 
-pub async fn accept_loop(listener: TcpListener, events: mpsc::Sender<DriverEvent>) {
+pub async fn accept_loop(
+    listener: TcpListener,
+    events: mpsc::Sender<DriverEvent>,
+    liveness: Arc<Liveness>,
+    heartbeats: HeartbeatSettings,
+) {
     let next_worker = Arc::new(AtomicU32::new(1));
     let next_client = Arc::new(AtomicU64::new(1));
     loop {
         let Ok((stream, peer)) = listener.accept().await else { continue };
         let events = events.clone();
         let (next_worker, next_client) = (Arc::clone(&next_worker), Arc::clone(&next_client));
+        let liveness = Arc::clone(&liveness);
         tokio::spawn(async move {
             let connection = match Connection::establish(stream, Role::Driver).await {
                 Ok(connection) => connection,
@@ -60,7 +67,12 @@ pub async fn accept_loop(listener: TcpListener, events: mpsc::Sender<DriverEvent
                 }
             };
             match connection.peer_role {
-                Role::Worker => serve_worker(connection, next_worker.fetch_add(1, Ordering::Relaxed), events).await,
+                Role::Worker => {
+                    // Ids are never reused: a lost worker that comes back is a new member.
+                    let id = next_worker.fetch_add(1, Ordering::Relaxed);
+                    serve_worker(connection, id, events, liveness, heartbeats).await
+                }
+                Role::Heartbeat => serve_heartbeats(connection, liveness).await,
                 Role::Client => serve_client(connection, next_client.fetch_add(1, Ordering::Relaxed), events).await,
                 other => eprintln!("sleet driver: {peer} connected as {other:?}, which the driver does not serve"),
             }
@@ -68,7 +80,13 @@ pub async fn accept_loop(listener: TcpListener, events: mpsc::Sender<DriverEvent
     }
 }
 
-async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender<DriverEvent>) {
+async fn serve_worker(
+    connection: Connection,
+    id: WorkerId,
+    events: mpsc::Sender<DriverEvent>,
+    liveness: Arc<Liveness>,
+    heartbeats: HeartbeatSettings,
+) {
     let (mut reader, mut writer) = connection.into_split();
     let register = match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
         Ok(Some(frame)) => frame.binary::<WorkerToDriver>("worker registration"),
@@ -79,13 +97,14 @@ async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender
         eprintln!("sleet driver: a worker connected without registering; closing it");
         return;
     };
-    if sleet_wire::write_binary(&mut writer, &DriverToWorker::Welcome { worker: id }).await.is_err()
-        || writer.flush().await.is_err()
-    {
+    let welcome =
+        DriverToWorker::Welcome { worker: id, heartbeat_interval_ms: heartbeats.interval.as_millis().max(1) as u64 };
+    if sleet_wire::write_binary(&mut writer, &welcome).await.is_err() || writer.flush().await.is_err() {
         return;
     }
+    let fence = liveness.watch(id);
     let (outbox, mut outbox_rx) = mpsc::channel::<EncodedMessage>(OUTBOX_LEN_MAX);
-    tokio::spawn(async move {
+    let writer_task = tokio::spawn(async move {
         while let Some(EncodedMessage(payload)) = outbox_rx.recv().await {
             if sleet_wire::write_frame(&mut writer, sleet_wire::FrameKind::Binary, &payload).await.is_err() {
                 return;
@@ -101,20 +120,48 @@ async fn serve_worker(connection: Connection, id: WorkerId, events: mpsc::Sender
         return;
     }
     let reason = loop {
-        match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
+        let frame = tokio::select! {
+            frame = sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES) => frame,
+            // Declared lost (silent too long): nothing it sends from now on counts.
+            () = fence.notified() => break None,
+        };
+        match frame {
             Ok(Some(frame)) => match timed(|| frame.binary::<WorkerToDriver>("worker message")) {
                 (Ok(message), decode_us) => {
                     if events.send(DriverEvent::FromWorker { worker: id, message, decode_us }).await.is_err() {
-                        return;
+                        break None;
                     }
                 }
-                (Err(error), _) => break format!("sent a malformed message ({error})"),
+                (Err(error), _) => break Some(format!("sent a malformed message ({error})")),
             },
-            Ok(None) => break "its connection closed".to_string(),
-            Err(error) => break format!("its connection failed ({error})"),
+            Ok(None) => break Some("its connection closed".to_string()),
+            Err(error) => break Some(format!("its connection failed ({error})")),
         }
     };
-    let _ = events.send(DriverEvent::WorkerLost { worker: id, reason }).await;
+    // Both halves dropped: the socket closes, and a frozen worker that wakes up reads the
+    // end of its connection and exits instead of going on with work reassigned to others.
+    writer_task.abort();
+    drop(reader);
+    if let Some(reason) = reason {
+        if liveness.fence(id) {
+            let _ = events.send(DriverEvent::WorkerLost { worker: id, reason }).await;
+        }
+    }
+}
+
+/// A worker's heartbeat connection: every frame is a beat. Closed once the worker is fenced,
+/// so it cannot keep looking alive.
+async fn serve_heartbeats(connection: Connection, liveness: Arc<Liveness>) {
+    let (mut reader, _writer) = connection.into_split();
+    while let Ok(Some(frame)) = sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
+        let Ok(WorkerToDriver::Heartbeat { worker }) = frame.binary::<WorkerToDriver>("heartbeat") else {
+            eprintln!("sleet driver: a heartbeat connection sent something else; closing it");
+            return;
+        };
+        if !liveness.beat(worker) {
+            return;
+        }
+    }
 }
 
 fn timed<T>(work: impl FnOnce() -> T) -> (T, i64) {

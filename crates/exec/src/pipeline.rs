@@ -148,6 +148,25 @@ impl StagePipeline {
         }
         Ok(out)
     }
+
+    /// The stage's keyed state as bytes (a checkpoint), or `None` for a stateless stage. A
+    /// stage holds at most one stateful operator, so its state is that operator's.
+    pub fn snapshot_state(&self) -> Option<Vec<u8>> {
+        self.operators.iter().find_map(|operator| match operator {
+            OperatorExec::Window(window) => Some(window.snapshot()),
+            _ => None,
+        })
+    }
+
+    /// Replaces the stage's keyed state with a snapshot `snapshot_state` made.
+    pub fn restore_state(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
+        for operator in &mut self.operators {
+            if let OperatorExec::Window(window) = operator {
+                return window.restore(bytes);
+            }
+        }
+        Err(ExecError::CorruptSnapshot("a snapshot was given to a stage that keeps no state".into()))
+    }
 }
 
 fn concat(batches: &[RecordBatch]) -> Result<RecordBatch, ExecError> {

@@ -159,6 +159,17 @@ pub struct JobSettings {
     /// runs as fast as the cluster allows, then the job follows the clock.
     #[serde(default)]
     pub start_ms: Option<i64>,
+    /// How often stateful partitions checkpoint their state (rounded up to group
+    /// boundaries); 0 turns checkpoints off, and a lost worker then means replaying the job
+    /// from its first batch.
+    #[serde(default = "default_checkpoint_interval_ms")]
+    pub checkpoint_interval_ms: u64,
+}
+
+pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 1_000;
+
+fn default_checkpoint_interval_ms() -> u64 {
+    DEFAULT_CHECKPOINT_INTERVAL_MS
 }
 
 impl Default for JobSettings {
@@ -172,6 +183,7 @@ impl Default for JobSettings {
             combine: true,
             dead_letter_dir: None,
             start_ms: None,
+            checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
         }
     }
 }

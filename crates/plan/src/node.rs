@@ -203,6 +203,10 @@ pub struct FileSourceSpec {
     /// The number of files; looked up (0) or checked when the job is submitted.
     #[serde(default)]
     pub partitions: u32,
+    /// Where each file's reading starts, a byte offset at a line start (a job resumed from a
+    /// checkpoint); empty: every file from its beginning.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start_bytes: Vec<u64>,
 }
 
 pub fn default_max_records_per_batch() -> u32 {

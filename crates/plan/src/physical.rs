@@ -50,6 +50,14 @@ pub struct StagePlan {
     pub output: StageOutput,
 }
 
+impl StagePlan {
+    /// Whether its partitions keep keyed state from batch to batch (a window aggregate),
+    /// which checkpoints snapshot.
+    pub fn is_stateful(&self) -> bool {
+        self.ops.iter().any(|op| matches!(op, PhysicalOp::WindowAggregate { .. }))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageInput {

@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use crate::error::WireError;
 
 /// Bumped on any incompatible change to frames or messages.
-pub const PROTOCOL_VERSION: u16 = 5;
+pub const PROTOCOL_VERSION: u16 = 6;
 /// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
 const MAGIC: [u8; 4] = *b"SLET";
@@ -96,6 +96,9 @@ pub enum Role {
     Client = 3,
     /// A worker fetching shuffle blocks from another worker.
     Peer = 4,
+    /// A worker's heartbeats: a connection of their own, written by a thread of their own,
+    /// so that neither task work on a busy core nor a full outbox can delay them.
+    Heartbeat = 5,
 }
 
 impl Role {
@@ -105,6 +108,7 @@ impl Role {
             2 => Some(Role::Worker),
             3 => Some(Role::Client),
             4 => Some(Role::Peer),
+            5 => Some(Role::Heartbeat),
             _ => None,
         }
     }

@@ -74,9 +74,14 @@ pub enum TaskInput {
 pub struct TaskDescriptor {
     pub task: TaskId,
     pub input: TaskInput,
+    /// After its batch, a stateful task snapshots its partition's state for a checkpoint.
+    #[serde(default)]
+    pub checkpoint: bool,
 }
 
-/// Sent to every worker once per job: the stage plans that tasks will name by id.
+/// Sent to every worker once per attempt of a job: the stage plans that tasks will name by
+/// id. After a worker is lost the job goes on as a new attempt under a new id, so every
+/// task, block and announcement of the old one is told apart and refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobRegistration {
     pub job: JobId,
@@ -85,6 +90,30 @@ pub struct JobRegistration {
     pub stages: Vec<StagePlan>,
     pub clock: BatchClock,
     pub dead_letter_dir: Option<String>,
+    /// 0 for the first run of a job, then 1, 2, … after each recovery. Output files carry it
+    /// so that a new owner never appends to a file a lost worker may have torn.
+    pub attempt: u32,
+    /// Where stateful partitions write their checkpoint snapshots; `None`: no checkpoints.
+    pub checkpoint_dir: Option<String>,
+    /// The checkpoint this attempt starts from: its partitions load these snapshots before
+    /// their first batch.
+    pub restore: Option<RestorePoint>,
+}
+
+/// The state every stateful partition had after `batch`, as written to the checkpoint store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestorePoint {
+    pub batch: u64,
+    pub snapshots: Vec<PartitionSnapshot>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionSnapshot {
+    pub stage: StageId,
+    pub partition: u32,
+    /// A path in the checkpoint store.
+    pub path: String,
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +121,8 @@ pub struct JobRegistration {
 pub enum DriverToWorker {
     Welcome {
         worker: WorkerId,
+        /// How often to send a heartbeat on the heartbeat connection.
+        heartbeat_interval_ms: u64,
     },
     RegisterJob(JobRegistration),
     /// bsp: one task, with its input decided by the driver.
@@ -123,6 +154,9 @@ pub struct GroupLaunch {
     pub batch_count: u32,
     pub tasks: Vec<StageTasks>,
     pub downstream: Vec<StageOwners>,
+    /// Stateful partitions snapshot their state after this batch of the group, for a
+    /// checkpoint.
+    pub checkpoint_after: Option<u64>,
 }
 
 impl GroupLaunch {
@@ -164,6 +198,11 @@ pub enum WorkerToDriver {
     Status(StatusBatch),
     JobEnded {
         job: JobId,
+    },
+    /// Sent on the heartbeat connection only: the first one names the worker, every one
+    /// says it is alive.
+    Heartbeat {
+        worker: WorkerId,
     },
 }
 
@@ -238,6 +277,10 @@ pub struct TaskStats {
     /// When this task's sink output became visible to readers (µs since the epoch, worker
     /// clock): the write returned. `None` when it wrote nothing.
     pub sink_visible_at_us: Option<i64>,
+    /// The snapshot this task wrote of its partition's state, when its batch ends a
+    /// checkpoint.
+    #[serde(default)]
+    pub snapshot: Option<PartitionSnapshot>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -344,6 +387,30 @@ pub struct JobSummary {
     /// The most recent groups, in order (group scheduling only).
     #[serde(default)]
     pub groups: Vec<GroupRecord>,
+    /// Every recovery from a lost worker, in order.
+    #[serde(default)]
+    pub recoveries: Vec<RecoveryRecord>,
+    /// Batches that completed again in a later attempt (their first completion counts).
+    #[serde(default)]
+    pub batches_rerun: u64,
+}
+
+/// One recovery from a lost worker, as the driver decided it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RecoveryRecord {
+    pub lost_worker: WorkerId,
+    pub reason: String,
+    /// When the driver declared the worker lost (ms since the epoch, driver clock).
+    pub detected_at_ms: i64,
+    /// The checkpoint it resumed from; `None`: the job's start.
+    pub checkpoint_batch: Option<u64>,
+    pub resume_batch: u64,
+    /// Batches that had been sent and run again.
+    pub rerun_batches: u64,
+    /// `(partition, from, to)`.
+    pub moves: Vec<(u32, WorkerId, WorkerId)>,
+    /// The workers the job went on with.
+    pub workers: Vec<WorkerId>,
 }
 
 /// One group as the driver saw it: its size and what coordinating it cost.

@@ -7,13 +7,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
+use sleet_connectors::checkpoint_store::{CheckpointStore, DirectoryStore};
 use sleet_connectors::dead_letter::DeadLetterWriter;
 use sleet_connectors::sink::{open_sink, Sink};
 use sleet_connectors::source::{open_source, Source};
 use sleet_exec::pipeline::StagePipeline;
 use sleet_plan::{PhysicalOp, SinkSpec, SourceSpec, StageId, StageInput, StagePlan, TableSpec};
 use sleet_wire::clock::{now_us, BatchClock};
-use sleet_wire::JobRegistration;
+use sleet_wire::{JobRegistration, PartitionSnapshot};
 
 use crate::error::WorkerError;
 use crate::visibility::VisibleTimes;
@@ -73,7 +74,7 @@ impl JobRuntime {
     /// batch's state update builds on the one before) and a source (a partition is read
     /// front to back, as a Kafka consumer must).
     pub fn runs_in_batch_order(&self, id: StageId) -> bool {
-        self.stage(id).is_ok_and(|stage| matches!(stage.input, StageInput::Source(_)) || is_stateful(stage))
+        self.stage(id).is_ok_and(|stage| matches!(stage.input, StageInput::Source(_)) || stage.is_stateful())
     }
 
     pub fn pipeline(&self, stage: StageId, partition: u32) -> Result<Arc<Mutex<StagePipeline>>, WorkerError> {
@@ -82,10 +83,33 @@ impl JobRuntime {
             return Ok(Arc::clone(pipeline));
         }
         let plan = self.stage(stage)?;
-        let pipeline = StagePipeline::new(plan, &|spec| self.table(spec))?;
+        let mut pipeline = StagePipeline::new(plan, &|spec| self.table(spec))?;
+        if let Some(snapshot) = self.snapshot_to_restore(stage, partition) {
+            // A partition that moved here after a failure starts from the checkpoint.
+            let store = self
+                .checkpoint_store()
+                .ok_or_else(|| WorkerError::Internal("a restore point was given without a checkpoint store".into()))?;
+            let bytes = store.get(&snapshot.path)?;
+            pipeline.restore_state(&bytes)?;
+        }
         let pipeline = Arc::new(Mutex::new(pipeline));
         pipelines.insert((stage, partition), Arc::clone(&pipeline));
         Ok(pipeline)
+    }
+
+    /// Where this job's checkpoints go, when it takes any.
+    pub fn checkpoint_store(&self) -> Option<DirectoryStore> {
+        self.registration.checkpoint_dir.as_ref().map(DirectoryStore::new)
+    }
+
+    fn snapshot_to_restore(&self, stage: StageId, partition: u32) -> Option<&PartitionSnapshot> {
+        let restore = self.registration.restore.as_ref()?;
+        restore.snapshots.iter().find(|snapshot| snapshot.stage == stage && snapshot.partition == partition)
+    }
+
+    /// Whether `stage` keeps keyed state, which a checkpoint snapshots.
+    pub fn is_stateful(&self, stage: StageId) -> bool {
+        self.stage(stage).is_ok_and(StagePlan::is_stateful)
     }
 
     fn table(&self, spec: &TableSpec) -> Result<RecordBatch, String> {
@@ -111,7 +135,7 @@ impl JobRuntime {
         if let Some(sink) = sinks.get(&(stage, partition)) {
             return Ok(Some(Arc::clone(sink)));
         }
-        let Some(sink) = open_sink(spec, partition)? else { return Ok(None) };
+        let Some(sink) = open_sink(spec, partition, self.registration.attempt)? else { return Ok(None) };
         sinks.insert((stage, partition), Arc::clone(&sink));
         Ok(Some(sink))
     }
@@ -126,7 +150,12 @@ impl JobRuntime {
         if let Some(writer) = writers.get(&(stage, partition)) {
             return Ok(Some(Arc::clone(writer)));
         }
-        let writer = Arc::new(Mutex::new(DeadLetterWriter::create(&PathBuf::from(dir), stage.0, partition)?));
+        let writer = Arc::new(Mutex::new(DeadLetterWriter::create(
+            &PathBuf::from(dir),
+            stage.0,
+            partition,
+            self.registration.attempt,
+        )?));
         writers.insert((stage, partition), Arc::clone(&writer));
         Ok(Some(writer))
     }
@@ -176,8 +205,4 @@ impl JobRuntime {
         }
         Ok(())
     }
-}
-
-fn is_stateful(stage: &StagePlan) -> bool {
-    stage.ops.iter().any(|op| matches!(op, PhysicalOp::WindowAggregate { .. }))
 }

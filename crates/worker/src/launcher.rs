@@ -57,6 +57,8 @@ struct TaskPlan {
     input: PlannedInput,
     /// For a map task of a group: whom to announce its blocks to.
     announce_to: Option<Arc<Downstream>>,
+    /// Its batch ends a checkpoint: a stateful task snapshots its state after it.
+    checkpoint: bool,
 }
 
 enum PlannedInput {
@@ -163,7 +165,8 @@ impl SchedulerShell {
                     TaskInput::Shuffle { blocks } => (PlannedInput::Blocks(blocks), None),
                 };
                 let ordered = job.runs_in_batch_order(task.stage);
-                let plan = TaskPlan { job, group: None, input, announce_to: None };
+                let checkpoint = descriptor.checkpoint;
+                let plan = TaskPlan { job, group: None, input, announce_to: None, checkpoint };
                 self.scheduler.submit(PendingTask { task, not_before_ms, inputs_expected: 0, ordered, payload: plan });
             }
             SchedulerEvent::Group { job, launch, decode_us } => self.register_group(job, launch, decode_us).await,
@@ -249,6 +252,7 @@ impl SchedulerShell {
                         group: Some(launch.group),
                         input,
                         announce_to: announce_to.clone(),
+                        checkpoint: launch.checkpoint_after == Some(batch),
                     };
                     if self.scheduler.submit(PendingTask {
                         task,
@@ -330,8 +334,14 @@ impl SchedulerShell {
             )
         });
         let future = async move {
-            let mut report =
-                run_task(Arc::clone(&ctx), plan.job, TaskDescriptor { task, input }, plan.group, turn).await;
+            let mut report = run_task(
+                Arc::clone(&ctx),
+                plan.job,
+                TaskDescriptor { task, input, checkpoint: plan.checkpoint },
+                plan.group,
+                turn,
+            )
+            .await;
             if let (TaskOutcome::Succeeded(stats), Some(downstream)) = (&report.outcome, &plan.announce_to) {
                 if let Err(error) = ctx.announcer.announce(task, downstream, &stats.blocks).await {
                     report.outcome = TaskOutcome::Failed { reason: sleet_wire::error_chain(&error) };

@@ -7,11 +7,13 @@
 //!  driver ◀── Status (batched reports) ◀── status writer ◀─────────────────────┤
 //!  peers  ◀── BlocksAnnounced ◀── announce ◀── map output ──▶ block_store      │
 //!  map output ──▶ block_store ◀──fetch (pull data)── reducers on other workers ◀┘
+//!  driver ◀── Heartbeat (own connection, own thread) ◀── heartbeat
 //! ```
 
 pub mod announce;
 pub mod block_store;
 pub mod error;
+pub mod heartbeat;
 pub mod job;
 pub mod launcher;
 pub mod local_scheduler;

@@ -106,6 +106,9 @@ pub struct LocalScheduler<T, I> {
     waiting_ordered: HashMap<Slot, BTreeSet<u64>>,
     /// Per job, the last batch that may still run (after a stop).
     last_batch: HashMap<JobId, u64>,
+    /// Jobs forgotten here: a failed attempt's tasks and announcements that arrive late (from
+    /// a peer that had not heard yet, or a frozen worker waking up) are dropped, not kept.
+    ended: std::collections::HashSet<JobId>,
 }
 
 /// How many batches of one stateful partition may run at once by default: enough to keep
@@ -135,6 +138,7 @@ impl<T, I> LocalScheduler<T, I> {
             running_ordered: HashMap::default(),
             waiting_ordered: HashMap::default(),
             last_batch: HashMap::default(),
+            ended: std::collections::HashSet::new(),
         }
     }
 }
@@ -346,6 +350,7 @@ impl<T, I> LocalScheduler<T, I> {
         self.held_by_order.retain(|slot, _| slot.0 != job);
         self.released_ordered.retain(|slot, _| slot.0 != job);
         self.last_batch.remove(&job);
+        self.ended.insert(job);
     }
 
     fn remove_entry(&mut self, task: &TaskId) {
@@ -379,7 +384,7 @@ impl<T, I> LocalScheduler<T, I> {
     }
 
     fn is_truncated(&self, task: &TaskId) -> bool {
-        self.last_batch.get(&task.job).is_some_and(|last| task.batch > *last)
+        self.ended.contains(&task.job) || self.last_batch.get(&task.job).is_some_and(|last| task.batch > *last)
     }
 
     pub fn waiting_len(&self) -> usize {
@@ -517,6 +522,10 @@ mod tests {
         scheduler.forget_job(1);
         assert_eq!(scheduler.early_inputs_len(), 0);
         assert_eq!(ready_ids(&mut scheduler, 5), vec![other]);
+        // A failed attempt's stragglers: its late announcements and tasks are dropped.
+        assert_eq!(scheduler.announce(&task(1, 0, 1), 0, 0), Announced::Dropped);
+        assert!(!scheduler.submit(pending(task(0, 0, 1), Some(5), 0, false)));
+        assert_eq!(scheduler.early_inputs_len(), 0);
     }
 
     /// One step of a random interleaving of what a worker sees.

@@ -84,10 +84,15 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
         })
         .await?;
     let welcome = connection.recv().await?.ok_or(sleet_wire::WireError::Truncated)?;
-    let DriverToWorker::Welcome { worker } = welcome.binary("welcome")? else {
+    let DriverToWorker::Welcome { worker, heartbeat_interval_ms } = welcome.binary("welcome")? else {
         return Err(WorkerError::Internal("the driver did not answer the registration with a welcome".into()));
     };
     eprintln!("sleet worker {worker}: registered with {} (shuffle on {shuffle_address})", config.driver_address);
+    crate::heartbeat::start(
+        config.driver_address.clone(),
+        worker,
+        Duration::from_millis(heartbeat_interval_ms.max(1)),
+    )?;
 
     let ctx = Arc::new(WorkerContext {
         worker,

@@ -340,7 +340,7 @@ mod tests {
                         status.reports.iter().map(|r| r.task.batch).collect::<Vec<_>>()
                     ),
                     WorkerToDriver::JobEnded { .. } => "ended".into(),
-                    WorkerToDriver::Register { .. } => "register".into(),
+                    WorkerToDriver::Register { .. } | WorkerToDriver::Heartbeat { .. } => "other".into(),
                 });
             }
         });

@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+use sleet_connectors::checkpoint_store::{snapshot_name, CheckpointStore};
 use sleet_connectors::sink::Sink;
 use sleet_connectors::source::Source;
 use sleet_exec::pipeline::{StageInputData, StageRunOutput};
@@ -22,7 +23,8 @@ use sleet_exec::RawRecords;
 use sleet_plan::{StageInput, StageOutput};
 use sleet_wire::clock::now_us;
 use sleet_wire::{
-    BlockId, BlockLocation, BlockMeta, TaskDescriptor, TaskInput, TaskOutcome, TaskReport, TaskStats, WorkerId,
+    BlockId, BlockLocation, BlockMeta, PartitionSnapshot, TaskDescriptor, TaskInput, TaskOutcome, TaskReport,
+    TaskStats, WorkerId,
 };
 use tokio::sync::Semaphore;
 
@@ -201,6 +203,10 @@ async fn execute(
     for (reduce_partition, block) in output.blocks {
         ctx.store.put(BlockId::of(task, reduce_partition), block);
     }
+    if descriptor.checkpoint && job.is_stateful(task.stage) {
+        // Still inside the partition's turn: the snapshot is the state right after this batch.
+        stats.snapshot = Some(Box::pin(write_snapshot(ctx, job, task, monotasks)).await?);
+    }
 
     if !writes.dead_letters.is_empty() {
         if let Some(writer) = job.dead_letter_writer(task.stage, task.partition)? {
@@ -243,6 +249,40 @@ async fn execute(
     }
     drop(turn_held);
     Ok(stats)
+}
+
+/// Snapshots the partition's state (cpu) and writes it to the checkpoint store (disk,
+/// synced), each as its own monotask so that a checkpoint's cost shows where it is paid.
+async fn write_snapshot(
+    ctx: &Arc<WorkerContext>,
+    job: &Arc<JobRuntime>,
+    task: sleet_wire::TaskId,
+    monotasks: &mut Vec<MonotaskRecord>,
+) -> Result<PartitionSnapshot, WorkerError> {
+    let store = job.checkpoint_store().ok_or_else(|| {
+        WorkerError::Internal(format!("{task}: a checkpoint was asked for, but the job has no store"))
+    })?;
+    let pipeline = job.pipeline(task.stage, task.partition)?;
+    let (state, record) = ctx
+        .cpu
+        .run(MonotaskKind::StateSnapshot, move || {
+            let state = pipeline.lock().expect("pipeline lock").snapshot_state().unwrap_or_default();
+            let bytes = state.len() as u64;
+            Measured { value: state, bytes }
+        })
+        .await;
+    monotasks.push(record);
+    let name = snapshot_name(task.job, task.batch, task.stage.0, task.partition);
+    let (written, record) = ctx
+        .disk
+        .run(MonotaskKind::CheckpointWrite, move || {
+            let bytes = state.len() as u64;
+            Measured { value: store.put(&name, &state).map(|path| (path, bytes)), bytes }
+        })
+        .await;
+    monotasks.push(record);
+    let (path, bytes) = written?;
+    Ok(PartitionSnapshot { stage: task.stage, partition: task.partition, path, bytes })
 }
 
 /// The counters of a task's report, from what its stage produced: a fixed set and one entry

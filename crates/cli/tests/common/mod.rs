@@ -72,11 +72,16 @@ pub fn start_local_driver(extra: &[&str]) -> (Child, String) {
 
 /// Starts `sleet driver --listen LISTEN EXTRA…` and returns it with the address it printed.
 pub fn start_driver_on(listen: &str, extra: &[&str]) -> (Child, String) {
+    start_driver_logged(listen, extra, Stdio::null())
+}
+
+/// As `start_driver_on`, its log going to `log`.
+pub fn start_driver_logged(listen: &str, extra: &[&str], log: impl Into<Stdio>) -> (Child, String) {
     let mut driver = sleet()
         .args(["driver", "--listen", listen])
         .args(extra)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .expect("starting the driver");
     let mut line = String::new();

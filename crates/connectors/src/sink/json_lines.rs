@@ -80,8 +80,8 @@ fn write_value(column: &dyn Array, row: usize, out: &mut Vec<u8>) {
     }
 }
 
-pub fn sink_file_path(dir: &Path, partition: u32) -> PathBuf {
-    dir.join(format!("part-{partition}.jsonl"))
+pub fn sink_file_path(dir: &Path, partition: u32, attempt: u32) -> PathBuf {
+    dir.join(crate::files::attempt_file_name(&format!("part-{partition}"), attempt))
 }
 
 /// One file per reduce partition, appended to (a partition has one writer, so no locking
@@ -99,9 +99,9 @@ enum Destination {
 }
 
 impl JsonLinesSink {
-    pub fn open(dir: &Path, partition: u32) -> Result<Self, ConnectorError> {
+    pub fn open(dir: &Path, partition: u32, attempt: u32) -> Result<Self, ConnectorError> {
         fs::create_dir_all(dir).map_err(ConnectorError::io("creating sink directory", dir))?;
-        let path = sink_file_path(dir, partition);
+        let path = sink_file_path(dir, partition, attempt);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -189,19 +189,19 @@ mod tests {
     fn a_batch_written_again_is_the_same_bytes_and_reopening_keeps_the_file() {
         let dir = scratch_dir("reopen");
         let batch = crate::sink::sample_ysb_rows();
-        let sink = JsonLinesSink::open(&dir, 1).expect("open");
+        let sink = JsonLinesSink::open(&dir, 1, 0).expect("open");
         let (mut first, mut again) = (Vec::new(), Vec::new());
         sink.encode(5, &batch, &mut first);
         sink.encode(5, &batch, &mut again);
         assert_eq!(first, again, "encoding depends only on the rows and the batch");
         sink.write(5, &first).expect("write");
-        let visible = fs::read(sink_file_path(&dir, 1)).expect("read");
+        let visible = fs::read(sink_file_path(&dir, 1, 0)).expect("read");
         assert_eq!(visible, first, "a write is visible to readers when it returns");
         drop(sink);
-        let reopened = JsonLinesSink::open(&dir, 1).expect("reopen");
+        let reopened = JsonLinesSink::open(&dir, 1, 0).expect("reopen");
         reopened.write(6, b"{\"count\":1,\"batch\":6}\n").expect("write");
         reopened.flush().expect("flush");
-        let text = fs::read_to_string(sink_file_path(&dir, 1)).expect("read");
+        let text = fs::read_to_string(sink_file_path(&dir, 1, 0)).expect("read");
         assert_eq!(text.lines().count(), 3, "reopening appends: {text}");
         let _ = fs::remove_dir_all(&dir);
     }

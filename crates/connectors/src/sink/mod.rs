@@ -43,10 +43,11 @@ pub trait Sink: Send + Sync {
     fn flush(&self) -> Result<(), ConnectorError>;
 }
 
-/// The sink a spec names for one reduce partition; `None` when the spec keeps no output.
-pub fn open_sink(spec: &SinkSpec, partition: u32) -> Result<Option<Arc<dyn Sink>>, ConnectorError> {
+/// The sink a spec names for one reduce partition in one attempt of the job; `None` when
+/// the spec keeps no output.
+pub fn open_sink(spec: &SinkSpec, partition: u32, attempt: u32) -> Result<Option<Arc<dyn Sink>>, ConnectorError> {
     Ok(match spec {
-        SinkSpec::JsonLines { dir } => Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), partition)?)),
+        SinkSpec::JsonLines { dir } => Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), partition, attempt)?)),
         SinkSpec::Stdout => Some(Arc::new(JsonLinesSink::stdout())),
         SinkSpec::Discard => None,
         SinkSpec::Kafka { brokers, topic, key_columns } => {

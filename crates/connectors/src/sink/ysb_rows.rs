@@ -48,13 +48,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sleet-ysb-rows-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let batch = crate::sink::sample_ysb_rows();
-        let sink = JsonLinesSink::open(&dir, 1).expect("open");
+        let sink = JsonLinesSink::open(&dir, 1, 0).expect("open");
         let mut bytes = Vec::new();
         sink.encode(123, &batch, &mut bytes);
         sink.write(123, &bytes).expect("write");
         let rows = read_ysb_sink(&dir).expect("read");
         assert_eq!(rows[1], SinkRow { window_start: 10_000, campaign_id: "c2".into(), count: 4, batch: 123 });
-        fs::write(sink_file_path(&dir, 2), "{\"window_start\": \"x\"}\n").expect("write bad");
+        fs::write(sink_file_path(&dir, 2, 0), "{\"window_start\": \"x\"}\n").expect("write bad");
         let error = read_ysb_sink(&dir).expect_err("a bad line is an error").to_string();
         assert!(error.contains("part-2.jsonl:1"), "{error}");
         let _ = fs::remove_dir_all(&dir);
