@@ -1,19 +1,44 @@
-//! Monotask records: the raw material of sleet's performance model.
+//! Monotask records and the performance model built from them (DESIGN §8, issue 14).
 //!
 //! ```text
 //!  worker: cpu pool / net scheduler / disk scheduler
 //!        │ one MonotaskRecord per finished monotask
 //!        ▼
 //!  TaskCompleted { records } ──▶ driver ──▶ summarize() ──▶ where the time goes
+//!                                  │ fills TaskSample, BatchSample, ClusterShape
+//!                                  ▼
+//!                             RunSamples ─┬─▶ model()       per-resource ideal times, bottleneck
+//!                                         ├─▶ utilization() per worker × resource × second
+//!                                         ├─▶ predict()     what-if: batch time, stable rate
+//!                                         ├─▶ stragglers()  slow tasks and their causes
+//!                                         ├─▶ blocked()     speed-up without net / disk / coordination
+//!                                         └─▶ breakdowns()  per-batch latency in parts
 //! ```
 //!
-//! Pure data and pure functions: no clocks, no I/O. The bottleneck and what-if model of
-//! DESIGN §8 grows here.
+//! Pure data and pure functions: no clocks, no I/O. The driver fills the samples from what it
+//! already records; the CLI and the bench print and serialize what these functions return.
 
+pub mod blocked;
+pub mod breakdown;
+pub mod error;
+pub mod model;
 pub mod percentile;
 pub mod record;
+pub mod sample;
+pub mod stragglers;
 pub mod summary;
+pub mod whatif;
 
+pub use blocked::{batch_blocked, blocked, BatchBlocked, BlockedReport, Blocker, BlockerSpeedup};
+pub use breakdown::{breakdown, breakdowns, part_distributions, LatencyBreakdown, PartDistribution, StageSpan};
+pub use error::ClarityError;
+pub use model::{
+    model, model_of, terms, throughputs, utilization, Bottleneck, JobModel, JobTerms, ResourceSecond, StageModel,
+    StageTerms, Throughputs,
+};
 pub use percentile::{percentile, Distribution};
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
+pub use sample::{BatchSample, ClusterShape, RunSamples, TaskSample};
+pub use stragglers::{stragglers, Straggler, StragglerCause, StragglerReport};
 pub use summary::{summarize, MonotaskTotals, ResourceSummary};
+pub use whatif::{parse_scenarios, predict, Prediction, Scenario, WhatIfParams};

@@ -1,0 +1,539 @@
+//! What-if answers (thesis §5.6.2–5.6.4): scale the model's terms for a changed configuration,
+//! re-take the maximum, and scale the run's measured batch time by the modelled change, which
+//! corrects for what the model leaves out (ramp-up, imperfect parallelism) as the thesis does.
+//!
+//! ```text
+//!  "cores=2,net=0.25" ─parse_scenarios─▶ [Scenario] ─┐
+//!  RunSamples ─terms()─▶ JobTerms ─scale cells──────┴─▶ modelled' ─▶ measured × modelled'/modelled
+//!                                                                   └▶ highest stable rate
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ClarityError;
+use crate::model::{model_of, terms, Bottleneck, JobTerms, Throughputs};
+use crate::record::{MonotaskKind, Resource};
+use crate::sample::RunSamples;
+
+/// One change to the run's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// Cores per worker × k.
+    Cores(f64),
+    /// Workers × k.
+    Workers(f64),
+    /// Network throughput per worker × k.
+    Net(f64),
+    /// Disk throughput per worker × k.
+    Disk(f64),
+    /// Input arrives decoded: the decode share of map compute is gone.
+    Decoded,
+    /// Map-side combine on (`true`) or off.
+    Combine(bool),
+    /// Another batch interval, in ms.
+    IntervalMs(u64),
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scenario::Cores(k) => write!(f, "cores={k}"),
+            Scenario::Workers(k) => write!(f, "workers={k}"),
+            Scenario::Net(k) => write!(f, "net={k}"),
+            Scenario::Disk(k) => write!(f, "disk={k}"),
+            Scenario::Decoded => write!(f, "decoded"),
+            Scenario::Combine(on) => write!(f, "combine={}", if *on { "on" } else { "off" }),
+            Scenario::IntervalMs(ms) => write!(f, "interval={ms}"),
+        }
+    }
+}
+
+/// What the caller knows that the records do not say.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct WhatIfParams {
+    /// Share of map compute time spent decoding input (0–1): a map monotask decodes and runs
+    /// operators in one piece, so the records cannot separate them.
+    pub decode_share: f64,
+    /// Shuffle bytes with map-side combine ÷ without (0–1], measured or estimated from the
+    /// key cardinality.
+    pub combine_ratio: f64,
+    /// Whether the measured run combined map-side.
+    pub combine_in_baseline: bool,
+}
+
+impl Default for WhatIfParams {
+    fn default() -> Self {
+        WhatIfParams { decode_share: 0.0, combine_ratio: 1.0, combine_in_baseline: false }
+    }
+}
+
+/// The answer for one set of scenarios applied together.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub scenarios: Vec<Scenario>,
+    /// The model's time for the run as measured, per batch.
+    pub baseline_modelled_us: f64,
+    /// Mean measured processing time per batch.
+    pub baseline_measured_us: f64,
+    /// The model's time for the changed configuration, per batch.
+    pub modelled_us: f64,
+    /// `baseline_measured_us × modelled_us ÷ baseline_modelled_us`.
+    pub predicted_batch_us: f64,
+    pub interval_us: f64,
+    pub bottleneck: Bottleneck,
+    /// Events/s the run took in; `None` without batch samples.
+    pub baseline_rate_events_per_s: Option<f64>,
+    /// Highest events/s at which the predicted processing time fits the interval; `None`
+    /// when unknown (no batch samples) or unbounded by the model (no work that grows with
+    /// the rate).
+    pub stable_rate_events_per_s: Option<f64>,
+    pub assumptions: Vec<String>,
+}
+
+/// Parses `cores=2,workers=4,net=0.25,disk=4,decoded,combine=on,interval=200`. Every item is
+/// one scenario; the caller answers them one by one or together.
+pub fn parse_scenarios(spec: &str) -> Result<Vec<Scenario>, ClarityError> {
+    spec.split(',').map(|item| parse_item(item.trim())).collect()
+}
+
+fn parse_item(item: &str) -> Result<Scenario, ClarityError> {
+    let bad = |reason: &str| ClarityError::BadScenario { item: item.to_string(), reason: reason.to_string() };
+    let (key, value) = match item.split_once('=') {
+        Some((key, value)) => (key.trim(), Some(value.trim())),
+        None => (item, None),
+    };
+    let factor = || -> Result<f64, ClarityError> {
+        let value = value.ok_or_else(|| bad("needs a factor, as in `cores=2`"))?;
+        match value.parse::<f64>() {
+            Ok(k) if k.is_finite() && k > 0.0 => Ok(k),
+            _ => Err(bad("the factor must be a positive number")),
+        }
+    };
+    match key {
+        "" => Err(bad("empty item")),
+        "cores" => factor().map(Scenario::Cores),
+        "workers" => factor().map(Scenario::Workers),
+        "net" => factor().map(Scenario::Net),
+        "disk" => factor().map(Scenario::Disk),
+        "decoded" if value.is_none() => Ok(Scenario::Decoded),
+        "decoded" => Err(bad("takes no value")),
+        "combine" => match value {
+            Some("on") => Ok(Scenario::Combine(true)),
+            Some("off") => Ok(Scenario::Combine(false)),
+            _ => Err(bad("must be `combine=on` or `combine=off`")),
+        },
+        "interval" => match value.map(str::parse::<u64>) {
+            Some(Ok(ms)) if ms > 0 => Ok(Scenario::IntervalMs(ms)),
+            _ => Err(bad("must be a whole positive number of ms, as in `interval=200`")),
+        },
+        _ => Err(bad("unknown; expected cores, workers, net, disk, decoded, combine or interval")),
+    }
+}
+
+/// What every answer assumes, whatever the scenario.
+const MODEL_ASSUMPTIONS: [&str; 3] = [
+    "work on each resource spreads perfectly over its cores or workers (the ideal-time model)",
+    "time the model does not explain (ramp-up, imperfect overlap) changes in proportion to the modelled time",
+    "at another rate, per-batch work scales linearly with the events per batch; coordination per batch does not",
+];
+
+/// Predicts the batch time and highest stable rate for `scenarios` applied together to the
+/// run. No scenarios: the model's own baseline, exactly.
+pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) -> Prediction {
+    let baseline = crate::model::model(run);
+    let mut changed = Changed {
+        terms: terms(run),
+        throughputs: baseline.throughputs,
+        interval_us: baseline.interval_us,
+        assumptions: MODEL_ASSUMPTIONS.iter().map(|text| text.to_string()).collect(),
+    };
+    for scenario in scenarios {
+        changed.apply(*scenario, run, params);
+    }
+    let modelled_us = changed.terms.modelled_us();
+    let ratio = if baseline.modelled_us > 0.0 { modelled_us / baseline.modelled_us } else { 1.0 };
+    let predicted_batch_us = baseline.measured_us * ratio;
+    let model = model_of(&changed.terms, changed.throughputs, predicted_batch_us, changed.interval_us);
+    let baseline_rate = baseline_rate_events_per_s(run);
+    let scale = if baseline.modelled_us > 0.0 && baseline.measured_us > 0.0 {
+        baseline.measured_us / baseline.modelled_us
+    } else {
+        1.0
+    };
+    Prediction {
+        scenarios: scenarios.to_vec(),
+        baseline_modelled_us: baseline.modelled_us,
+        baseline_measured_us: baseline.measured_us,
+        modelled_us,
+        predicted_batch_us,
+        interval_us: changed.interval_us,
+        bottleneck: model.bottleneck,
+        baseline_rate_events_per_s: baseline_rate,
+        stable_rate_events_per_s: baseline_rate
+            .and_then(|rate| stable_rate_multiple(&changed.terms, scale, changed.interval_us).map(|m| m * rate)),
+        assumptions: changed.assumptions,
+    }
+}
+
+/// Events per second the run took in: its events over its batches' intervals.
+fn baseline_rate_events_per_s(run: &RunSamples) -> Option<f64> {
+    let seconds = run.batches.len() as f64 * run.shape.interval_us() / 1e6;
+    (seconds > 0.0).then(|| run.batches.iter().map(|batch| batch.events as f64).sum::<f64>() / seconds)
+}
+
+/// The largest multiple m of the baseline rate with scale × max(m × execution, coordination)
+/// ≤ interval: execution grows with the events, coordination does not. `None` when nothing
+/// grows with the rate; 0 when coordination alone overruns the interval.
+fn stable_rate_multiple(terms: &JobTerms, scale: f64, interval_us: f64) -> Option<f64> {
+    let execution_us = scale * terms.execution_us();
+    if scale * terms.coordination_us > interval_us {
+        return Some(0.0);
+    }
+    (execution_us > 0.0).then(|| interval_us / execution_us)
+}
+
+/// The run's terms as a scenario changes them, with what each change assumes.
+struct Changed {
+    terms: JobTerms,
+    throughputs: Throughputs,
+    interval_us: f64,
+    assumptions: Vec<String>,
+}
+
+impl Changed {
+    fn apply(&mut self, scenario: Scenario, run: &RunSamples, params: &WhatIfParams) {
+        let workers = f64::from(run.shape.workers.max(1));
+        match scenario {
+            Scenario::Cores(k) => {
+                self.scale(|_, resource| if resource == Resource::Cpu { 1.0 / k } else { 1.0 });
+                self.note(scenario, "a core does the same work per second; no contention for memory bandwidth");
+            }
+            Scenario::Workers(k) => {
+                let fetch = remote_share_factor(workers, workers * k);
+                self.scale(|kind, resource| match (kind, resource) {
+                    (MonotaskKind::ShuffleFetch, Resource::Net) => fetch.unwrap_or(1.0) / k,
+                    _ => 1.0 / k,
+                });
+                self.note(scenario, "partitions spread evenly over the workers; coordination per batch unchanged");
+                match fetch {
+                    Some(factor) => self.note(
+                        scenario,
+                        &format!(
+                            "shuffle bytes over the network × {factor:.3}: a block is local with probability 1/workers"
+                        ),
+                    ),
+                    None => self.note(
+                        scenario,
+                        "one worker fetched nothing over the network, so shuffle network time stays unknown (zero)",
+                    ),
+                }
+            }
+            Scenario::Net(k) => {
+                self.scale(|_, resource| if resource == Resource::Net { 1.0 / k } else { 1.0 });
+                self.throughputs.net_bytes_per_s = self.throughputs.net_bytes_per_s.map(|rate| rate * k);
+                self.note(scenario, "transfers are bandwidth-bound, not latency-bound");
+            }
+            Scenario::Disk(k) => {
+                self.scale(|_, resource| if resource == Resource::Disk { 1.0 / k } else { 1.0 });
+                self.throughputs.disk_bytes_per_s = self.throughputs.disk_bytes_per_s.map(|rate| rate * k);
+                self.note(scenario, "writes and fsyncs are throughput-bound, not latency-bound");
+            }
+            Scenario::Decoded => {
+                let keep = 1.0 - params.decode_share.clamp(0.0, 1.0);
+                self.scale(|kind, resource| match (kind, resource) {
+                    (MonotaskKind::MapCompute, Resource::Cpu) => keep,
+                    _ => 1.0,
+                });
+                self.note(
+                    scenario,
+                    &format!(
+                        "decoding is {:.0} % of map compute (supplied by the caller); reading the input costs the same",
+                        params.decode_share * 100.0
+                    ),
+                );
+            }
+            Scenario::Combine(on) => {
+                let factor = combine_factor(on, params);
+                self.scale(|kind, resource| match (kind, resource) {
+                    (MonotaskKind::ShuffleFetch, Resource::Net) | (MonotaskKind::ReduceCompute, Resource::Cpu) => {
+                        factor
+                    }
+                    _ => 1.0,
+                });
+                self.note(
+                    scenario,
+                    &format!(
+                        "shuffle bytes and reduce compute × {factor:.3} (combine ratio {} supplied by the caller); \
+                         combining costs the map side nothing extra",
+                        params.combine_ratio
+                    ),
+                );
+            }
+            Scenario::IntervalMs(ms) => {
+                let new_interval_us = ms as f64 * 1000.0;
+                let factor = new_interval_us / self.interval_us;
+                self.scale(|_, _| factor);
+                self.interval_us = new_interval_us;
+                self.note(
+                    scenario,
+                    "events per batch scale with the interval at the same rate; coordination per batch is fixed",
+                );
+            }
+        }
+    }
+
+    /// Multiplies every ideal-time cell by `factor(kind, resource)`.
+    fn scale(&mut self, factor: impl Fn(MonotaskKind, Resource) -> f64) {
+        for stage in &mut self.terms.stages {
+            for kind in MonotaskKind::ALL {
+                for resource in Resource::ALL {
+                    stage.ideal_us[kind as usize][resource as usize] *= factor(kind, resource);
+                }
+            }
+        }
+    }
+
+    fn note(&mut self, scenario: Scenario, assumption: &str) {
+        self.assumptions.push(format!("{scenario}: {assumption}"));
+    }
+}
+
+/// With W workers a shuffle block is remote with probability 1 − 1/W, so network shuffle
+/// bytes scale by the ratio of those shares. `None` when the baseline had one worker: no
+/// bytes went over the network to scale from.
+fn remote_share_factor(workers: f64, new_workers: f64) -> Option<f64> {
+    let remote = |w: f64| (1.0 - 1.0 / w).max(0.0);
+    (workers > 1.0).then(|| remote(new_workers) / remote(workers))
+}
+
+fn combine_factor(on: bool, params: &WhatIfParams) -> f64 {
+    let ratio = if params.combine_ratio > 0.0 { params.combine_ratio.min(1.0) } else { 1.0 };
+    match (params.combine_in_baseline, on) {
+        (false, true) => ratio,
+        (true, false) => 1.0 / ratio,
+        _ => 1.0,
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::model::tests::two_stage_run;
+    use crate::record::MonotaskRecord;
+    use crate::sample::{BatchSample, ClusterShape, TaskSample};
+    use proptest::prelude::*;
+
+    fn check_parse(spec: &str, expected: Result<Vec<Scenario>, &str>) {
+        let got = parse_scenarios(spec).map_err(|error| error.to_string());
+        assert_eq!(got, expected.map_err(str::to_string), "parsing `{spec}`");
+    }
+
+    #[test]
+    fn parses_every_scenario_and_names_the_bad_item() {
+        use Scenario::*;
+        check_parse(
+            "cores=2, workers=4,net=0.25,disk=4,decoded,combine=on,combine=off,interval=200",
+            Ok(vec![
+                Cores(2.0),
+                Workers(4.0),
+                Net(0.25),
+                Disk(4.0),
+                Decoded,
+                Combine(true),
+                Combine(false),
+                IntervalMs(200),
+            ]),
+        );
+        check_parse("cores=2,net=-1", Err("what-if item `net=-1`: the factor must be a positive number"));
+        check_parse("cores", Err("what-if item `cores`: needs a factor, as in `cores=2`"));
+        check_parse("cores=2,,net=2", Err("what-if item ``: empty item"));
+        check_parse(
+            "gpus=2",
+            Err("what-if item `gpus=2`: unknown; expected cores, workers, net, disk, decoded, combine or interval"),
+        );
+        check_parse("combine=maybe", Err("what-if item `combine=maybe`: must be `combine=on` or `combine=off`"));
+        check_parse(
+            "interval=0.5",
+            Err("what-if item `interval=0.5`: must be a whole positive number of ms, as in `interval=200`"),
+        );
+        check_parse("decoded=yes", Err("what-if item `decoded=yes`: takes no value"));
+        check_parse("net=inf", Err("what-if item `net=inf`: the factor must be a positive number"));
+    }
+
+    /// `two_stage_run(100 MB/s, 50 MB/s)`: map cpu 20 ms; reduce cpu 4, net 10, disk 10 ms;
+    /// coordination 1 ms; modelled 30 ms; measured 90 ms (scale 3); 1000 events per 100 ms.
+    fn check(scenarios: &[Scenario], params: WhatIfParams, modelled_us: f64, stable_rate: Option<f64>) {
+        let prediction = predict(&two_stage_run(100e6, 50e6, 90_000), &params, scenarios);
+        assert_eq!(prediction.baseline_modelled_us, 30_000.0);
+        assert_eq!(prediction.modelled_us, modelled_us, "modelled for {scenarios:?}");
+        assert_eq!(prediction.predicted_batch_us, 90_000.0 * modelled_us / 30_000.0, "predicted for {scenarios:?}");
+        let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => (a - b).abs() < 1e-6 * b.abs().max(1.0),
+            (a, b) => a == b,
+        };
+        assert!(
+            close(prediction.stable_rate_events_per_s, stable_rate),
+            "rate {prediction:?}, expected {stable_rate:?}"
+        );
+        for scenario in scenarios {
+            let named = prediction.assumptions.iter().any(|text| text.starts_with(&scenario.to_string()));
+            assert!(named, "no assumption for {scenario} in {:?}", prediction.assumptions);
+        }
+    }
+
+    #[test]
+    fn hand_computed_answers() {
+        let params = WhatIfParams::default();
+        // Baseline: 30 ms modelled, ×3 = 90 ms; stable at 100/90 × 10 000 events/s.
+        check(&[], params, 30_000.0, Some(10_000.0 * 100.0 / 90.0));
+        // cores ×2: map 10, reduce max(2, 10, 10) = 10: 20 ms.
+        check(&[Scenario::Cores(2.0)], params, 20_000.0, Some(10_000.0 * 100.0 / 60.0));
+        // workers ×2 from 2: everything ÷ 2, shuffle bytes × (3/4)/(1/2) = 1.5: net 7.5, disk
+        // 5, cpu 2: map 10 + reduce 7.5.
+        check(&[Scenario::Workers(2.0)], params, 17_500.0, Some(10_000.0 * 100.0 / 52.5));
+        // net ÷ 4: reduce net 40 ms: 20 + 40.
+        check(&[Scenario::Net(0.25)], params, 60_000.0, Some(10_000.0 * 100.0 / 180.0));
+        // disk ÷ 4: reduce disk 40 ms.
+        check(&[Scenario::Disk(0.25)], params, 60_000.0, Some(10_000.0 * 100.0 / 180.0));
+        // Decoding 60 % of map compute: map 8 ms + 10.
+        check(
+            &[Scenario::Decoded],
+            WhatIfParams { decode_share: 0.6, ..params },
+            18_000.0,
+            Some(10_000.0 * 100.0 / 54.0),
+        );
+        // Combine on, ratio 0.5: reduce net 5, cpu 2, disk 10: 20 + 10, unchanged.
+        let combine = WhatIfParams { combine_ratio: 0.5, ..params };
+        check(&[Scenario::Combine(true)], combine, 30_000.0, Some(10_000.0 * 100.0 / 90.0));
+        // Combine off from a combining baseline with ratio 0.25: net 40 ms.
+        let combining = WhatIfParams { combine_ratio: 0.25, combine_in_baseline: true, ..params };
+        check(&[Scenario::Combine(false)], combining, 60_000.0, Some(10_000.0 * 100.0 / 180.0));
+        check(&[Scenario::Combine(true)], combining, 30_000.0, Some(10_000.0 * 100.0 / 90.0));
+        // Interval 200 ms: per-batch work doubles (60 ms), coordination (1 ms) does not; the
+        // stable rate is the same multiple of the (same) events/s: 200 / 180.
+        check(&[Scenario::IntervalMs(200)], params, 60_000.0, Some(10_000.0 * 200.0 / 180.0));
+        // Together: cores ×2 and net ÷ 4: map 10 + reduce 40.
+        check(&[Scenario::Cores(2.0), Scenario::Net(0.25)], params, 50_000.0, Some(10_000.0 * 100.0 / 150.0));
+    }
+
+    #[test]
+    fn coordination_that_overruns_the_interval_leaves_no_stable_rate() {
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        run.batches[0].coordination_us = 50_000;
+        // Scale 90/50; at 10 ms the coordination alone takes 90 ms.
+        let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::IntervalMs(10)]);
+        assert_eq!(prediction.stable_rate_events_per_s, Some(0.0));
+        assert_eq!(prediction.bottleneck, Bottleneck::Coordination);
+    }
+
+    #[test]
+    fn one_worker_cannot_say_what_the_network_will_carry() {
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        run.shape.workers = 1;
+        let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::Workers(2.0)]);
+        assert!(prediction.assumptions.iter().any(|text| text.contains("shuffle network time stays unknown")));
+    }
+
+    fn arbitrary_monotask() -> impl Strategy<Value = MonotaskRecord> {
+        (
+            0..MonotaskKind::ALL.len(),
+            0..Resource::ALL.len(),
+            0u64..5_000_000,
+            0i64..1_000_000,
+            0i64..50_000,
+            0i64..80_000,
+        )
+            .prop_map(|(kind, resource, bytes, queued, wait, run)| MonotaskRecord {
+                kind: MonotaskKind::ALL[kind],
+                resource: Resource::ALL[resource],
+                bytes,
+                queued_at_us: queued,
+                started_at_us: queued + wait,
+                finished_at_us: queued + wait + run,
+            })
+    }
+
+    pub(crate) fn arbitrary_run() -> impl Strategy<Value = RunSamples> {
+        let task = (0u32..3, 0u64..4, 0u32..4, 0u64..10_000, proptest::collection::vec(arbitrary_monotask(), 0..6))
+            .prop_map(|(stage, batch, worker, records_in, monotasks)| TaskSample {
+                stage,
+                partition: worker,
+                batch,
+                worker,
+                started_at_us: 0,
+                finished_at_us: 1_000_000,
+                records_in,
+                monotasks,
+            });
+        let batch = (0i64..1_000_000, 0i64..500_000, 0i64..100_000, 0u64..100_000).prop_map(
+            |(closed, took, coordination_us, events)| BatchSample {
+                batch: 0,
+                closed_at_us: closed,
+                first_task_started_at_us: closed,
+                finished_at_us: closed + took,
+                coordination_us,
+                events,
+                event_wait_us: None,
+            },
+        );
+        let throughput = proptest::option::of(1e5f64..1e9);
+        (
+            1u32..5,
+            1u32..9,
+            1u64..2_000,
+            throughput.clone(),
+            throughput,
+            proptest::collection::vec(batch, 0..4),
+            proptest::collection::vec(task, 0..12),
+        )
+            .prop_map(|(workers, cores_per_worker, batch_interval_ms, net, disk, batches, tasks)| RunSamples {
+                shape: ClusterShape {
+                    workers,
+                    cores_per_worker,
+                    batch_interval_ms,
+                    net_bytes_per_s: net,
+                    disk_bytes_per_s: disk,
+                },
+                batches,
+                tasks,
+            })
+    }
+
+    proptest! {
+        /// The unchanged configuration, stated as no scenario or as every scenario at its
+        /// identity, predicts exactly the model's own baseline.
+        #[test]
+        fn the_unchanged_configuration_predicts_the_baseline(run in arbitrary_run(), combine_in_baseline: bool) {
+            let baseline = crate::model::model(&run);
+            let params = WhatIfParams { decode_share: 0.0, combine_ratio: 0.4, combine_in_baseline };
+            let identity = [
+                Scenario::Cores(1.0),
+                Scenario::Workers(1.0),
+                Scenario::Net(1.0),
+                Scenario::Disk(1.0),
+                Scenario::Decoded,
+                Scenario::Combine(combine_in_baseline),
+                Scenario::IntervalMs(run.shape.batch_interval_ms),
+            ];
+            for scenarios in [&[][..], &identity[..]] {
+                let prediction = predict(&run, &params, scenarios);
+                prop_assert_eq!(prediction.modelled_us, baseline.modelled_us);
+                prop_assert_eq!(prediction.predicted_batch_us, baseline.measured_us);
+                prop_assert_eq!(prediction.interval_us, baseline.interval_us);
+            }
+        }
+
+        /// More of any resource never makes the prediction slower.
+        #[test]
+        fn more_resources_never_predict_slower(run in arbitrary_run(), k in 1.0f64..8.0) {
+            let base = predict(&run, &WhatIfParams::default(), &[]).predicted_batch_us;
+            for scenario in [Scenario::Cores(k), Scenario::Net(k), Scenario::Disk(k)] {
+                let faster = predict(&run, &WhatIfParams::default(), &[scenario]).predicted_batch_us;
+                prop_assert!(faster <= base, "{} predicted {} > {}", scenario, faster, base);
+            }
+        }
+    }
+}
