@@ -1,8 +1,9 @@
 //! sleet against a real Kafka broker (started by `scripts/kafka.sh`): a drained backlog and a
 //! live stream counted exactly, records from a producer that is not sleet's counted against
 //! a naive reference with their garbage in the dead letters, bad sources refused before
-//! anything runs, and a broker stopped for 10 s in the middle of a run. The same records in
-//! JSON-lines files, read by the file source, count the same.
+//! anything runs, a broker stopped for 10 s in the middle of a run, and event times taken from
+//! the records' Kafka timestamps. The same records in JSON-lines files, read by the file
+//! source, count the same.
 
 mod common;
 
@@ -175,7 +176,7 @@ fn foreign_record(index: u32, ads: &[String], base_ms: i64) -> (String, Option<(
     let event_type = ["view", "click", "purchase"][(index % 3) as usize];
     // Mostly increasing, a little out of order, as real event times are.
     let time = base_ms + index as i64 * 13 - (index as i64 % 7) * 50;
-    let line = if index % 2 == 0 {
+    let line = if index.is_multiple_of(2) {
         format!(
             r#"{{"event_time":{time},"ad_id":"{ad}","event_type":"{event_type}","user_id":"u{index}","page_id":"p","ad_type":"banner","ip_address":"1.2.3.4","extra":[1,2]}}"#
         )
@@ -242,6 +243,52 @@ fn records_from_another_producer_are_counted_exactly_and_garbage_is_dead_lettere
         assert_eq!(letter["source"]["topic"], topic.as_str(), "{letter}");
         assert!(letter["source"]["offset"].as_i64().is_some(), "{letter}");
     }
+}
+
+/// Event times that live only in the Kafka records' timestamps (the values carry none): a
+/// source with `event_time: record_timestamp` puts them in the column the windows use.
+#[test]
+fn record_timestamps_can_be_the_event_time() {
+    let dir = test_dir("kafka-record-timestamp");
+    let topic = fresh_topic("timestamps");
+    produce_events(&topic, 2, 0);
+    let campaigns = write_campaigns(&dir);
+    let ads = ads();
+    let base_ms = 1_700_000_000_000_i64;
+    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    let mut producer = sleet_kafka::producer::Producer::new(brokers(), &topic).expect("a producer");
+    for partition in 0..2u32 {
+        let mut batch = sleet_kafka::producer::Producer::new_batch();
+        for index in 0..1_500u32 {
+            let ad = &ads[((index + partition) as usize * 3) % ads.len()];
+            let event_type = ["view", "click", "purchase", "view"][(index % 4) as usize];
+            // Across several windows, and a little out of order within a partition.
+            let time = base_ms + index as i64 * 29 - (index as i64 % 5) * 40;
+            let value = format!(
+                r#"{{"ad_id":"{ad}","event_type":"{event_type}","user_id":"u{index}","page_id":"p","ad_type":"banner","ip_address":"1.2.3.4"}}"#
+            );
+            batch.push(time, None, value.as_bytes());
+            if event_type == "view" {
+                *expected.entry((campaign_of(ad), time - time.rem_euclid(10_000))).or_default() += 1;
+            }
+        }
+        producer.send(partition, &mut batch).expect("writing the records");
+    }
+
+    let (_cluster, driver) = cluster();
+    let campaigns_arg = campaigns.display().to_string();
+    let args = ["--source", "kafka", "--brokers", brokers(), "--topic", &topic, "--start", "earliest"];
+    let job = job_file(&dir, "timestamps", &[&args[..], &["--campaigns", &campaigns_arg, "--duration", "6s"]].concat());
+    let mut plan: serde_json::Value = read_json(&job);
+    let spec = &mut plan["plan"]["nodes"][0]["operator"]["source"]["spec"];
+    assert_eq!(spec["event_time"], "field", "the job's default: {spec}");
+    spec["event_time"] = serde_json::json!({"record_timestamp": "event_time"});
+    std::fs::write(&job, plan.to_string()).expect("job file");
+    let output = submit(&job, &driver, Duration::from_secs(60));
+    assert_success(&output, "sleet submit");
+
+    assert_eq!(final_counts(&dir.join("timestamps-results")), expected);
+    assert!(!dir.join("dead-letters").exists() || dead_letters(&dir.join("dead-letters")).is_empty());
 }
 
 /// The (campaign, window) counts a results directory ends with: per key, the row of the
