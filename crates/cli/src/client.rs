@@ -47,6 +47,19 @@ pub async fn run_job(
 }
 
 /// One line on a recovery, for people: what was lost, where the job resumed, what ran again.
+/// One line about workers that joined a running job and the partitions they took.
+pub fn describe_rebalance(rebalance: &sleet_wire::RebalanceRecord) -> String {
+    format!(
+        "workers {:?} joined: at the checkpoint after batch {} they took partitions {:?}; the job went on at batch {} on workers {:?}, {} batches re-run",
+        rebalance.joined,
+        rebalance.checkpoint_batch,
+        rebalance.moves.iter().map(|(partition, _, _)| *partition).collect::<Vec<_>>(),
+        rebalance.resume_batch,
+        rebalance.workers,
+        rebalance.rerun_batches
+    )
+}
+
 pub fn describe_recovery(recovery: &sleet_wire::RecoveryRecord) -> String {
     let from = match recovery.checkpoint_batch {
         Some(batch) => format!("the checkpoint after batch {batch}"),

@@ -294,6 +294,9 @@ async fn run(command: Command) -> Result<ExitCode> {
             for recovery in &summary.recoveries {
                 println!("  {}", client::describe_recovery(recovery));
             }
+            for rebalance in &summary.rebalances {
+                println!("  {}", client::describe_rebalance(rebalance));
+            }
         }
         Command::Job {
             workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, dead_letter_dir, input },
@@ -302,12 +305,12 @@ async fn run(command: Command) -> Result<ExitCode> {
             let sink = match (sink_topic, sink_dir.as_str()) {
                 (Some(topic), _) => ysb_job::kafka_sink(&input.brokers, &topic),
                 (None, "-") => SinkSpec::Stdout,
-                (None, dir) => SinkSpec::JsonLines { dir: dir.to_string() },
+                (None, dir) => SinkSpec::JsonLines { dir: absolute_dir(dir, "--sink-dir")? },
             };
             let options = ysb_job::YsbOptions {
                 input: input.input()?,
                 campaigns: input.campaigns()?,
-                dead_letter_dir: Some(dead_letter_dir),
+                dead_letter_dir: Some(absolute_dir(&dead_letter_dir, "--dead-letter-dir")?),
                 ..ysb.options(partitions, duration, sink)
             };
             let job = ysb_job::ysb_job(&options)?;
@@ -343,4 +346,11 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A directory of the job file made absolute against where `sleet job` ran: the driver (which
+/// publishes commit manifests there) and the workers (which write the files) run elsewhere.
+fn absolute_dir(dir: &str, flag: &str) -> Result<String> {
+    let path = std::path::absolute(dir).with_context(|| format!("{flag} {dir}: cannot make it an absolute path"))?;
+    Ok(path.to_string_lossy().into_owned())
 }

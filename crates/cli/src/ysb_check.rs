@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use sleet_connectors::sink::SinkRow;
+use sleet_connectors::sink::{final_counts, SinkRow};
 use sleet_connectors::ysb::{ground_truth, WINDOW_MS};
 use sleet_plan::YsbSourceSpec;
 
@@ -13,18 +13,6 @@ pub struct YsbCheck {
     pub mismatches: usize,
     /// A few mismatches, spelled out, for the report.
     pub examples: Vec<String>,
-}
-
-/// The final value per (campaign, window): its row of the highest batch, with that batch.
-pub fn final_counts(rows: &[SinkRow]) -> BTreeMap<(String, i64), (i64, u64)> {
-    let mut last: BTreeMap<(String, i64), (i64, u64)> = BTreeMap::new();
-    for row in rows {
-        let entry = last.entry((row.campaign_id.clone(), row.window_start)).or_insert((row.count, row.batch));
-        if row.batch >= entry.1 {
-            *entry = (row.count, row.batch);
-        }
-    }
-    last
 }
 
 pub fn check_counts(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64, rows: &[SinkRow]) -> YsbCheck {

@@ -24,6 +24,7 @@ fn job_file(dir: &Path, duration: &str) -> PathBuf {
     let mut command = sleet();
     command.args(["job", "ysb", "--rate", "20000", "--duration", duration]);
     command.arg("--sink-dir").arg(dir.join("results"));
+    command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
     let output = run_with_limit(command, Duration::from_secs(30));
     assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
     let path = dir.join("job.json");

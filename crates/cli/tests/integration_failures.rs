@@ -16,6 +16,7 @@ fn ysb_job_file(dir: &std::path::Path, duration_s: u64) -> std::path::PathBuf {
             let mut command = sleet();
             command.args(["job", "ysb", "--rate", "20000", "--duration", &duration_s.to_string()]);
             command.arg("--sink-dir").arg(dir.join("results"));
+            command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
             command
         },
         Duration::from_secs(30),

@@ -55,11 +55,8 @@ fn a_preloaded_topic_is_drained_exactly_into_a_kafka_sink_with_bad_records_in_th
     // partition follow each other without gap or overlap.
     assert_eq!(json["kafka"]["offset_ranges"]["contiguous"], true, "{:#}", json["kafka"]["offset_ranges"]);
     // A dead letter says where its record is.
-    let letters = std::fs::read_to_string(
-        dir.join("out/dead-letters").read_dir().expect("dead letters").next().expect("a file").expect("entry").path(),
-    )
-    .expect("dead letter file");
-    let letter: serde_json::Value = serde_json::from_str(letters.lines().next().expect("a dead letter")).expect("JSON");
+    let letters = dead_letters(&dir.join("out/dead-letters"));
+    let letter = letters.first().expect("a dead letter");
     assert!(letter["source"]["topic"].as_str().expect("topic").starts_with("sleet-bench-"), "{letter}");
     assert!(letter["source"]["offset"].as_i64().expect("offset") >= 0, "{letter}");
 }
@@ -291,35 +288,16 @@ fn record_timestamps_can_be_the_event_time() {
     assert!(!dir.join("dead-letters").exists() || dead_letters(&dir.join("dead-letters")).is_empty());
 }
 
-/// The (campaign, window) counts a results directory ends with: per key, the row of the
-/// highest batch.
+/// The (campaign, window) counts a results directory ends with: per key, the committed row
+/// of the highest batch.
 fn final_counts(results: &Path) -> BTreeMap<(String, i64), u64> {
-    let mut found: BTreeMap<(String, i64), (u64, u64)> = BTreeMap::new();
-    for file in std::fs::read_dir(results).expect("results") {
-        for line in std::fs::read_to_string(file.expect("entry").path()).expect("result file").lines() {
-            let row: serde_json::Value = serde_json::from_str(line).expect("row");
-            let key = (
-                row["campaign_id"].as_str().expect("campaign").to_string(),
-                row["window_start"].as_i64().expect("window"),
-            );
-            let (count, batch) = (row["count"].as_u64().expect("count"), row["batch"].as_u64().expect("batch"));
-            let entry = found.entry(key).or_insert((count, batch));
-            if batch >= entry.1 {
-                *entry = (count, batch);
-            }
-        }
-    }
-    found.into_iter().map(|(key, (count, _))| (key, count)).collect()
+    let rows = sleet_connectors::sink::read_ysb_sink(results).expect("reading the results");
+    let finals = sleet_connectors::sink::final_counts(&rows);
+    finals.into_iter().map(|(key, (count, _))| (key, count as u64)).collect()
 }
 
 fn dead_letters(dir: &Path) -> Vec<serde_json::Value> {
-    let mut letters = Vec::new();
-    for file in std::fs::read_dir(dir).expect("dead letters") {
-        for line in std::fs::read_to_string(file.expect("entry").path()).expect("dead letter file").lines() {
-            letters.push(serde_json::from_str::<serde_json::Value>(line).expect("dead letter"));
-        }
-    }
-    letters
+    sleet_connectors::dead_letter::read_dead_letters(dir).expect("reading the dead letters")
 }
 
 fn campaign_of(ad: &str) -> String {

@@ -1,12 +1,11 @@
 //! Recovery from a lost worker, end to end with real processes: a worker killed (SIGKILL) or
 //! frozen (SIGSTOP) in the middle of a ysb job is detected, the job resumes on the survivors
 //! from its latest checkpoint, and every (campaign, window) count still equals the ground
-//! truth computed from the generator function. A frozen worker that wakes up finds itself
+//! truth computed from the generator function, with no committed row twice. A frozen worker that wakes up finds itself
 //! fenced and exits; a job whose last worker dies fails with a clear error.
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -27,11 +26,11 @@ struct Job {
 }
 
 /// A ysb job file whose batch 0 starts a little ahead, at a time the test knows.
-fn ysb_job(dir: &Path, scheduler: &str, workers: u32, duration_s: u64) -> Job {
+fn ysb_job(dir: &Path, scheduler: &str, partitions: u32, duration_s: u64) -> Job {
     let mut command = sleet();
     command.args(["job", "ysb", "--rate", &RATE.to_string(), "--seed", &SEED.to_string()]);
     command.args(["--batch-interval", &BATCH_INTERVAL_MS.to_string(), "--duration", &duration_s.to_string()]);
-    command.args(["--scheduler", scheduler, "--partitions", &workers.to_string()]);
+    command.args(["--scheduler", scheduler, "--partitions", &partitions.to_string()]);
     command.arg("--sink-dir").arg(dir.join("results"));
     command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
     let output = run_with_limit(command, Duration::from_secs(30));
@@ -43,7 +42,7 @@ fn ysb_job(dir: &Path, scheduler: &str, workers: u32, duration_s: u64) -> Job {
     job["settings"]["start_ms"] = start_ms.into();
     let path = dir.join("job.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&job).expect("serializes")).expect("writing the job file");
-    Job { path, start_ms, end_ms: start_ms + duration_s as i64 * 1_000, partitions: workers }
+    Job { path, start_ms, end_ms: start_ms + duration_s as i64 * 1_000, partitions }
 }
 
 /// A driver and `workers` workers, the driver's log in `dir`.
@@ -55,16 +54,20 @@ fn cluster(dir: &Path, workers: u32) -> (Reaper, String) {
     let (driver, address) = common::start_driver_logged("127.0.0.1:0", &extra, log);
     let mut processes = Reaper(vec![driver]);
     for index in 1..=workers {
-        let log = std::fs::File::create(dir.join(format!("worker-{index}.log"))).expect("worker log");
-        let worker = sleet()
-            .args(["worker", "--driver", &address, "--name", &format!("worker-{index}")])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("starting a worker");
-        processes.0.push(worker);
+        processes.0.push(worker(dir, &address, index));
     }
     (processes, address)
+}
+
+/// Worker number `index` of the cluster at `address`, its log in `dir`.
+fn worker(dir: &Path, address: &str, index: u32) -> Child {
+    let log = std::fs::File::create(dir.join(format!("worker-{index}.log"))).expect("worker log");
+    sleet()
+        .args(["worker", "--driver", address, "--name", &format!("worker-{index}")])
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .expect("starting a worker")
 }
 
 fn submit(job: &Job, address: &str) -> Child {
@@ -107,17 +110,23 @@ fn assert_exact(job: &Job, dir: &Path) {
     let spec = YsbSourceSpec { seed: SEED, rate_per_s: RATE, partitions: job.partitions, bad_fraction: 0.0 };
     let expected = ground_truth(&spec, job.start_ms, job.end_ms);
     let rows = sleet_connectors::sink::read_ysb_sink(&dir.join("results")).expect("reading sink files");
-    let mut actual: BTreeMap<(String, i64), (u64, i64)> = BTreeMap::new();
-    for row in rows {
-        let entry = actual.entry((row.campaign_id, row.window_start)).or_insert((row.batch, row.count));
-        if row.batch >= entry.0 {
-            *entry = (row.batch, row.count);
-        }
-    }
+    // Exactly once: a batch re-run after the failure adds no second copy of a committed row.
+    let mut seen = std::collections::BTreeSet::new();
+    let twice: Vec<_> = rows
+        .iter()
+        .filter(|row| !seen.insert((row.campaign_id.clone(), row.window_start, row.batch)))
+        .take(5)
+        .collect();
+    assert!(twice.is_empty(), "committed rows appear twice: {twice:?}");
+    let manifest = sleet_connectors::manifest::read_manifest(&dir.join("results"))
+        .expect("reading the manifest")
+        .expect("a finished job leaves a commit manifest");
+    assert!(manifest.finished, "{manifest:?}");
+    let actual = sleet_connectors::sink::final_counts(&rows);
     assert!(expected.len() >= 100, "the run spans at least one window per campaign");
     let wrong: Vec<String> = expected
         .iter()
-        .filter(|(key, count)| actual.get(*key).map(|(_, found)| *found as u64) != Some(**count))
+        .filter(|(key, count)| actual.get(*key).map(|(found, _)| *found as u64) != Some(**count))
         .take(5)
         .map(|(key, count)| format!("{key:?}: engine {:?}, truth {count}", actual.get(key)))
         .collect();
@@ -140,6 +149,10 @@ fn a_killed_worker_is_recovered_on_the_survivors_and_every_count_stays_exact() {
     assert!(stdout.contains("its connection closed"), "a killed worker is noticed by its connection: {stdout}");
     assert!(stdout.contains("from the checkpoint after batch"), "it resumed from a checkpoint: {stdout}");
     assert_exact(&job, &dir);
+    let manifest = sleet_connectors::manifest::read_manifest(&dir.join("results")).expect("read").expect("manifest");
+    let attempts: Vec<u32> = manifest.segments.iter().map(|segment| segment.attempt).collect();
+    assert_eq!(attempts, vec![0, 1], "one recovery, one segment per attempt: {manifest:?}");
+    assert!(manifest.segments.iter().all(|segment| segment.last_batch.is_some()), "both committed: {manifest:?}");
     let checkpoints = dir.join("checkpoints");
     let left: Vec<_> = std::fs::read_dir(&checkpoints).map(|entries| entries.flatten().collect()).unwrap_or_default();
     assert!(left.is_empty(), "a finished job's checkpoints are removed: {left:?}");
@@ -180,4 +193,26 @@ fn losing_the_only_worker_fails_the_job_naming_it() {
     assert!(!succeeded, "nothing is left to run the job: {stdout}");
     assert!(stderr.contains("no worker is left to recover on"), "the error says why: {stderr}");
     assert!(stderr.contains(&format!("pid {victim}")), "the error names the lost worker: {stderr}");
+}
+
+#[test]
+fn a_worker_that_joins_a_running_job_takes_partitions_at_a_checkpoint_and_counts_stay_exact() {
+    let dir = test_dir("recovery_join");
+    // Six partitions on two workers: a third takes two of them.
+    let job = ysb_job(&dir, "group", 6, 14);
+    let (mut processes, address) = cluster(&dir, 2);
+    let submit = submit(&job, &address);
+    sleep_until(job.start_ms + 4_500);
+    processes.0.push(worker(&dir, &address, 3));
+    let (succeeded, stdout, stderr) = output_of(submit, Duration::from_secs(60));
+    assert!(succeeded, "the job goes on with a worker joining:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("joined: at the checkpoint after batch"), "the summary tells of the change: {stdout}");
+    assert!(stdout.contains("took partitions [4, 5]") && stdout.contains("0 batches re-run"), "{stdout}");
+    assert!(!stdout.contains("recovered"), "nothing was lost: {stdout}");
+    assert_exact(&job, &dir);
+    let manifest = sleet_connectors::manifest::read_manifest(&dir.join("results")).expect("read").expect("manifest");
+    let attempts: Vec<u32> = manifest.segments.iter().map(|segment| segment.attempt).collect();
+    assert_eq!(attempts, vec![0, 1], "{manifest:?}");
+    let log = std::fs::read_to_string(dir.join("worker-3.log")).expect("the joined worker's log");
+    assert!(!log.contains("error"), "{log}");
 }

@@ -78,6 +78,7 @@ mod tests {
         writer.write(8, 3, "record too large", &vec![b'a'; 5000], None).expect("write");
         writer.write(9, 3, "not UTF-8", b"\xff\xfe", None).expect("write");
         writer.flush().expect("flush");
+        crate::manifest::commit_first_attempt(&dir);
         let letters = read_dead_letters(&dir).expect("read");
         assert_eq!(letters.len(), 3);
         assert_eq!(letters[0]["reason"], "field `x`: expected int64");

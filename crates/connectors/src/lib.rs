@@ -12,6 +12,7 @@
 //!  worker ──rows──▶ sink::Sink: encode (cpu) ──▶ write (its resource)
 //!    └─ JsonLinesSink (part-<p>.jsonl or stdout, disk)
 //!  worker ──bad records──▶ dead_letter::DeadLetterWriter
+//!  driver ──committed batches per attempt──▶ manifest::CommitManifest (readers trust only it)
 //!  worker, driver ──snapshots, checkpoint records──▶ checkpoint_store::CheckpointStore
 //! ```
 //!
@@ -25,6 +26,7 @@ pub mod file_source;
 pub mod files;
 pub mod generator;
 pub mod kafka_source;
+pub mod manifest;
 pub mod numbers;
 pub mod resolve;
 pub mod sink;

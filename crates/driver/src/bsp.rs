@@ -40,6 +40,8 @@ pub async fn run(
     let mut ledger = BatchLedger::new(job.clock, first_stage, last_stage);
     let mut last_progress_ms = now_ms();
     let mut batch: u64 = attempt.first_batch;
+    // Workers joined: the next batch ends with a checkpoint, and the attempt with it.
+    let mut handoff_wanted = false;
     'batches: loop {
         if job.batches_total().is_some_and(|total| batch >= total) {
             break;
@@ -64,11 +66,17 @@ pub async fn run(
                     }
                 }
                 JobEvent::Ended { .. } => {}
+                JobEvent::Joined { worker } => handoff_wanted |= session.worker_joined(worker),
             }
         }
         ledger.open(batch, None, placement.batch_tasks(attempt.job, batch, stages));
         session.next_batch = session.next_batch.max(batch + 1);
-        let checkpoint = session.checkpoints.mark_if_due(batch, &job.clock).is_some();
+        let handoff = handoff_wanted && job.batches_total().is_none_or(|total| batch + 1 < total);
+        let checkpoint = if handoff {
+            session.checkpoints.mark(batch, &job.clock).is_some()
+        } else {
+            session.checkpoints.mark_if_due(batch, &job.clock).is_some()
+        };
         let mut completed: Option<CompletedBatch> = None;
         let mut upstream: Option<StageBarrier> = None;
         for stage in stages {
@@ -128,16 +136,19 @@ pub async fn run(
                         })
                     }
                     JobEvent::Ended { .. } => {}
+                    JobEvent::Joined { worker } => handoff_wanted |= session.worker_joined(worker),
                 }
             }
             upstream = Some(barrier);
         }
         let completed = completed.expect("the last stage's last report completes the batch");
         let now = now_ms();
-        if let Some(checkpoint) = session.checkpoints.completed(&completed, attempt.job, now) {
-            session.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
+        session.batch_completed(completed, attempt.job, now)?;
+        if handoff {
+            // The placement changes at this checkpoint; the coordinator goes on from it.
+            session.handoff_after = Some(batch);
+            return Ok(());
         }
-        session.stats.push_batch(completed, now);
         batch += 1;
         if now - last_progress_ms >= PROGRESS_EVERY_MS {
             last_progress_ms = now;
@@ -169,7 +180,7 @@ async fn finish_after_stop(
                 }
             }
             JobEvent::Timeout | JobEvent::Lost { .. } => break,
-            JobEvent::Stop | JobEvent::Ended { .. } => {}
+            JobEvent::Stop | JobEvent::Ended { .. } | JobEvent::Joined { .. } => {}
         }
     }
     Ok(())

@@ -85,7 +85,16 @@ impl Checkpoints {
         if end_ms - since < self.interval_ms {
             return None;
         }
-        self.last_marked_end_ms = Some(end_ms);
+        self.mark(last_batch, clock)
+    }
+
+    /// Marks the group ending with `last_batch` to end a checkpoint whether one is due or not
+    /// (a placement change waits for one); `None` when checkpoints are off.
+    pub fn mark(&mut self, last_batch: u64, clock: &BatchClock) -> Option<u64> {
+        if !self.enabled() {
+            return None;
+        }
+        self.last_marked_end_ms = Some(clock.end_ms(last_batch));
         self.marked.insert(last_batch);
         Some(last_batch)
     }

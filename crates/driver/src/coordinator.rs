@@ -9,11 +9,14 @@ use std::sync::Arc;
 use sleet_connectors::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
-use sleet_wire::{DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RecoveryRecord, WorkerId};
+use sleet_wire::{
+    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, WorkerId,
+};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
+use crate::commits::{output_dirs, OutputCommits};
 use crate::error::DriverError;
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
@@ -191,16 +194,22 @@ impl Coordinator {
         let stateful_partitions =
             stages.iter().filter(|stage| stage.is_stateful()).map(|stage| stage.partitions as usize).sum();
         let store = (job.settings.checkpoint_interval_ms > 0).then(|| DirectoryStore::new(&self.config.checkpoint_dir));
+        let outputs = output_dirs(stages, job.settings.dead_letter_dir.as_deref());
         let mut session = JobSession {
             stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
             checkpoints: Checkpoints::new(job.job, job.settings.checkpoint_interval_ms, stateful_partitions, store),
+            commits: OutputCommits::new(job.job, outputs),
+            pending_checkpoints: Vec::new(),
             next_batch: 0,
+            joined: Vec::new(),
+            handoff_after: None,
         };
         let mut attempt =
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
         let mut restore: Option<CheckpointRecord> = None;
+        let mut committed: Option<u64> = None;
         loop {
-            self.register_attempt(job, name, &attempt, restore.as_ref()).await;
+            self.register_attempt(job, name, &attempt, restore.as_ref(), committed).await;
             let mut link = self.link(job.job, job.client);
             let result = match job.settings.scheduler {
                 SchedulerKind::Bsp => crate::bsp::run(&mut link, job, &attempt, &mut session, replies).await,
@@ -208,49 +217,86 @@ impl Coordinator {
             };
             let lost = match result {
                 Err(DriverError::WorkerLost { worker, name, pid, batch, reason }) => {
-                    (worker, DriverError::WorkerLost { worker, name, pid, batch, reason })
+                    Some((worker, DriverError::WorkerLost { worker, name, pid, batch, reason }))
                 }
+                Ok(()) if session.handoff_after.is_some() => None,
                 other => {
                     self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
                     session.checkpoints.discard();
-                    return other.map(|()| session.stats.summary(now_ms()));
+                    // After the workers flushed: what the last manifest admits is on disk.
+                    let finished = session.commits.finish().map_err(DriverError::Commit);
+                    return other.and(finished).map(|()| session.stats.summary(now_ms()));
                 }
             };
-            let (worker, error) = lost;
-            let detected_at_ms = now_ms();
+            let decided_at_ms = now_ms();
             let checkpoint = session.checkpoints.latest().cloned();
-            let Some(plan) = plan_recovery(&attempt.placement, &[worker], checkpoint.as_ref(), session.next_batch)
-            else {
+            // Joined workers still connected take partitions now, whether or not one was lost.
+            let joined: Vec<WorkerId> =
+                session.joined.drain(..).filter(|worker| self.membership.get(*worker).is_some()).collect();
+            let lost_workers: Vec<WorkerId> = lost.iter().map(|(worker, _)| *worker).collect();
+            let plan =
+                plan_recovery(&attempt.placement, &lost_workers, &joined, checkpoint.as_ref(), session.next_batch);
+            let Some(plan) = plan else {
                 session.checkpoints.discard();
+                if let Err(commit_error) = session.commits.finish() {
+                    eprintln!("sleet driver: job {}: {}", job.job, sleet_wire::error_chain(&commit_error));
+                }
+                let (_, error) = lost.expect("only a loss leaves no worker");
                 return Err(DriverError::NoWorkerLeft(Box::new(error)));
             };
+            // Checkpoints wait for their output to be committed; the ended attempt's pending
+            // ones never will be.
+            session.pending_checkpoints.clear();
+            session.handoff_after = None;
+            committed = session.commits.start_attempt(attempt.number + 1).map_err(DriverError::Commit)?;
+            let from = checkpoint.as_ref().map_or("the start (no checkpoint yet)".to_string(), |c| {
+                format!("the checkpoint after batch {}", c.batch)
+            });
+            let moves: Vec<(u32, WorkerId)> = plan.moves.iter().map(|(partition, _, to)| (*partition, *to)).collect();
+            let cause = match &lost {
+                Some((_, error)) => sleet_wire::error_chain(error),
+                None => format!("workers {joined:?} joined"),
+            };
             eprintln!(
-                "sleet driver: job {}: {}; recovering on workers {:?} from {}, moving partitions {:?}, re-running batches {}..{}",
+                "sleet driver: job {}: {cause}; going on with workers {:?} from {from}, moving partitions {moves:?}, re-running batches {}..{}",
                 job.job,
-                sleet_wire::error_chain(&error),
                 plan.placement.workers(),
-                checkpoint.as_ref().map_or("the start (no checkpoint yet)".to_string(), |c| format!("the checkpoint after batch {}", c.batch)),
-                plan.moves.iter().map(|(partition, _, to)| (*partition, *to)).collect::<Vec<_>>(),
                 plan.rerun.start,
                 plan.rerun.end,
             );
-            // Survivors drop the failed attempt's tasks, state and blocks; its late messages
-            // carry an id nothing waits for any more.
-            for survivor in plan.placement.workers() {
-                if let Some(handle) = self.membership.get(*survivor) {
-                    let _ = handle.send(&DriverToWorker::EndJob { job: attempt.job }).await;
+            if lost.is_some() {
+                // Survivors drop the failed attempt's tasks, state and blocks; its late
+                // messages carry an id nothing waits for any more.
+                for survivor in attempt.placement.workers() {
+                    if let Some(handle) = self.membership.get(*survivor) {
+                        let _ = handle.send(&DriverToWorker::EndJob { job: attempt.job }).await;
+                    }
                 }
+            } else {
+                // The attempt ended whole at its checkpoint: its workers flush and let go.
+                self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
             }
-            session.stats.recovered(RecoveryRecord {
-                lost_worker: worker,
-                reason: sleet_wire::error_chain(&error),
-                detected_at_ms,
-                checkpoint_batch: checkpoint.as_ref().map(|c| c.batch),
-                resume_batch: plan.resume_batch,
-                rerun_batches: plan.rerun.end - plan.rerun.start,
-                moves: plan.moves.clone(),
-                workers: plan.placement.workers().to_vec(),
-            });
+            match lost {
+                Some((worker, error)) => session.stats.recovered(RecoveryRecord {
+                    lost_worker: worker,
+                    reason: sleet_wire::error_chain(&error),
+                    detected_at_ms: decided_at_ms,
+                    checkpoint_batch: checkpoint.as_ref().map(|c| c.batch),
+                    resume_batch: plan.resume_batch,
+                    rerun_batches: plan.rerun.end - plan.rerun.start,
+                    moves: plan.moves.clone(),
+                    workers: plan.placement.workers().to_vec(),
+                }),
+                None => session.stats.rebalanced(RebalanceRecord {
+                    joined,
+                    at_ms: decided_at_ms,
+                    checkpoint_batch: checkpoint.as_ref().map_or(0, |c| c.batch),
+                    resume_batch: plan.resume_batch,
+                    rerun_batches: plan.rerun.end - plan.rerun.start,
+                    moves: plan.moves.clone(),
+                    workers: plan.placement.workers().to_vec(),
+                }),
+            }
             session.checkpoints.resume(self.next_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
             attempt = Attempt {
                 job: self.next_job,
@@ -270,6 +316,7 @@ impl Coordinator {
         name: &str,
         attempt: &Attempt,
         restore: Option<&CheckpointRecord>,
+        output_committed_through: Option<u64>,
     ) {
         let mut stages = job.physical.stages.clone();
         if let Some(checkpoint) = restore {
@@ -289,6 +336,7 @@ impl Coordinator {
             checkpoint_dir: (job.settings.checkpoint_interval_ms > 0)
                 .then(|| self.config.checkpoint_dir.to_string_lossy().into_owned()),
             restore: restore.map(CheckpointRecord::restore_point),
+            output_committed_through,
         };
         let register = EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
         for worker in attempt.placement.workers() {

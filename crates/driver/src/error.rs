@@ -19,6 +19,8 @@ pub enum DriverError {
     NoWorkerLeft(Box<DriverError>),
     #[error("recording a checkpoint failed")]
     Checkpoint(#[source] sleet_connectors::ConnectorError),
+    #[error("publishing which output is committed failed")]
+    Commit(#[source] sleet_connectors::ConnectorError),
     #[error("{task} failed on worker {worker}: {reason}")]
     TaskFailed { task: TaskId, worker: WorkerId, reason: String },
     #[error("{stage} of batch {batch} did not finish within {timeout_s} s; waiting on workers {workers:?}")]

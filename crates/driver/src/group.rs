@@ -54,8 +54,12 @@ struct GroupScheduler<'a> {
     policy: GroupSizePolicy,
     next_group: u64,
     next_batch: u64,
-    /// No batch at or past this one is sent: the job's end, or the batch after a stop.
+    /// No batch at or past this one is sent: the job's end, the batch after a stop, or the
+    /// batch after a handoff's checkpoint.
     batch_limit: u64,
+    /// Workers joined: the next group sent ends with a checkpoint, and the attempt with it.
+    handoff_wanted: bool,
+    handoff_after: Option<u64>,
 }
 
 /// Runs one attempt of a job until its last batch is done, it is stopped, or it fails; a lost
@@ -86,6 +90,8 @@ pub async fn run(
         next_group: 0,
         next_batch: attempt.first_batch,
         batch_limit: job.batches_total().unwrap_or(u64::MAX),
+        handoff_wanted: false,
+        handoff_after: None,
     };
     let stage_timeout = job.stage_timeout;
     scheduler.send_groups(link).await?;
@@ -123,6 +129,12 @@ pub async fn run(
                 scheduler.stop(link).await;
             }
             JobEvent::Stop | JobEvent::Ended { .. } => {}
+            JobEvent::Joined { worker } => {
+                if scheduler.session.worker_joined(worker) && !stopping {
+                    scheduler.handoff_wanted = true;
+                    scheduler.send_groups(link).await?;
+                }
+            }
             JobEvent::Lost { worker, name, pid, reason } => {
                 let batch = scheduler.tracker.oldest_open_batch().unwrap_or(scheduler.next_batch);
                 return Err(DriverError::WorkerLost { worker, name, pid, batch, reason });
@@ -149,6 +161,11 @@ pub async fn run(
             let _ = replies.try_send(DriverToClient::Progress(scheduler.progress()));
         }
     }
+    // Ended early for joined workers: the coordinator moves partitions to them and goes on.
+    let job_end = job.batches_total().unwrap_or(u64::MAX);
+    if !stopping && scheduler.handoff_after.is_some_and(|batch| batch + 1 < job_end) {
+        scheduler.session.handoff_after = scheduler.handoff_after;
+    }
     Ok(())
 }
 
@@ -166,7 +183,14 @@ impl GroupScheduler<'_> {
         let remaining = self.batch_limit - self.next_batch;
         let batch_count = (self.group_size(now_ms()) as u64).min(remaining) as u32;
         let last_batch = self.next_batch + batch_count as u64 - 1;
-        let checkpoint_after = self.session.checkpoints.mark_if_due(last_batch, &self.job.clock);
+        let checkpoint_after = if self.handoff_wanted && self.handoff_after.is_none() {
+            // The placement changes at a checkpoint: this group ends one and is the last.
+            self.handoff_after = self.session.checkpoints.mark(last_batch, &self.job.clock);
+            self.batch_limit = self.batch_limit.min(last_batch + 1);
+            self.handoff_after
+        } else {
+            self.session.checkpoints.mark_if_due(last_batch, &self.job.clock)
+        };
         let spec = GroupSpec {
             job: self.attempt.job,
             group: self.next_group,
@@ -207,11 +231,7 @@ impl GroupScheduler<'_> {
 
     /// A batch is done: its output counts, and it may complete a checkpoint.
     fn batch_completed(&mut self, completed: CompletedBatch, now_ms: i64) -> Result<(), DriverError> {
-        if let Some(checkpoint) = self.session.checkpoints.completed(&completed, self.attempt.job, now_ms) {
-            self.session.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
-        }
-        self.session.stats.push_batch(completed, now_ms);
-        Ok(())
+        self.session.batch_completed(completed, self.attempt.job, now_ms)
     }
 
     /// Group boundaries: each finished group's measured overhead decides the size of the

@@ -10,7 +10,9 @@ use sleet_wire::clock::BatchClock;
 use sleet_wire::{DriverToClient, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
 use tokio::sync::mpsc;
 
-use crate::checkpoints::Checkpoints;
+use crate::batch_ledger::CompletedBatch;
+use crate::checkpoints::{CheckpointRecord, Checkpoints};
+use crate::commits::OutputCommits;
 use crate::error::DriverError;
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
@@ -32,6 +34,10 @@ pub enum JobEvent {
         name: String,
         pid: u32,
         reason: String,
+    },
+    /// A worker registered while the job runs; it gets partitions at the next checkpoint.
+    Joined {
+        worker: WorkerId,
     },
     Timeout,
 }
@@ -69,12 +75,60 @@ pub struct Attempt {
     pub first_batch: u64,
 }
 
-/// What lasts across the attempts of one job: its figures, its checkpoints, its recoveries.
+/// What lasts across the attempts of one job: its figures, its checkpoints, its output
+/// commits, its recoveries.
 pub struct JobSession {
     pub stats: JobStats,
     pub checkpoints: Checkpoints,
+    pub commits: OutputCommits,
+    /// Complete checkpoints waiting for every batch up to theirs to be committed: a recovery
+    /// restarts after its checkpoint, so the output before it must all be committed by then.
+    pub pending_checkpoints: Vec<CheckpointRecord>,
     /// The first batch no attempt has sent yet: where a recovery's re-run ends.
     pub next_batch: u64,
+    /// Workers that joined while the job ran and hold no partition yet.
+    pub joined: Vec<WorkerId>,
+    /// Set by a scheduler that ended its attempt early, at the checkpoint after this batch,
+    /// so that the joined workers can take partitions.
+    pub handoff_after: Option<u64>,
+}
+
+impl JobSession {
+    /// A worker joined: whether the running attempt should now end at a checkpoint to give
+    /// it partitions (only when checkpoints carry state across; otherwise it waits for the
+    /// next job).
+    pub fn worker_joined(&mut self, worker: WorkerId) -> bool {
+        if !self.checkpoints.enabled() {
+            eprintln!("sleet driver: worker {worker} joined; checkpoints are off, so it gets work with the next job");
+            return false;
+        }
+        self.joined.push(worker);
+        true
+    }
+
+    /// A batch is done: its output counts, it may commit output and complete a checkpoint.
+    pub fn batch_completed(
+        &mut self,
+        completed: CompletedBatch,
+        attempt_job: JobId,
+        now_ms: i64,
+    ) -> Result<(), DriverError> {
+        self.commits.completed(completed.record.batch);
+        if let Some(checkpoint) = self.checkpoints.completed(&completed, attempt_job, now_ms) {
+            self.pending_checkpoints.push(checkpoint);
+        }
+        let committed = self.commits.committed_in_memory();
+        if self.pending_checkpoints.iter().any(|pending| Some(pending.batch) <= committed) {
+            self.pending_checkpoints.sort_by_key(|pending| pending.batch);
+            let ready = self.pending_checkpoints.iter().take_while(|pending| Some(pending.batch) <= committed).count();
+            for checkpoint in self.pending_checkpoints.drain(..ready) {
+                self.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
+            }
+        }
+        self.commits.publish_if_due(now_ms).map_err(DriverError::Commit)?;
+        self.stats.push_batch(completed, now_ms);
+        Ok(())
+    }
 }
 
 /// The driver's state as a running job's scheduler may use it.
@@ -97,7 +151,11 @@ impl JobLink<'_> {
                 Ok(Some(event)) => event,
             };
             match event {
-                DriverEvent::WorkerJoined(handle) => self.membership.join(handle),
+                DriverEvent::WorkerJoined(handle) => {
+                    let worker = handle.id;
+                    self.membership.join(handle);
+                    return JobEvent::Joined { worker };
+                }
                 DriverEvent::WorkerLost { worker, reason } => {
                     if let Some(handle) = self.membership.leave(worker) {
                         return JobEvent::Lost { worker, name: handle.name, pid: handle.pid, reason };
@@ -162,7 +220,7 @@ impl JobLink<'_> {
                         reason: failure.reason,
                     }
                 }
-                JobEvent::Status(..) | JobEvent::Ended { .. } => {}
+                JobEvent::Status(..) | JobEvent::Ended { .. } | JobEvent::Joined { .. } => {}
             }
         }
     }

@@ -18,6 +18,7 @@ pub mod barrier;
 pub mod batch_ledger;
 pub mod bsp;
 pub mod checkpoints;
+pub mod commits;
 pub mod coordinator;
 pub mod error;
 pub mod group;

@@ -60,6 +60,36 @@ impl Placement {
         Some(Placement { owners, workers: survivors })
     }
 
+    /// The placement once `joined` workers are added: partitions move one at a time from the
+    /// worker holding the most (its highest partition; the highest id on a tie) to the
+    /// joined worker holding the fewest, until no worker holds two more than another. Only
+    /// partitions that must move to even the load do, and only to joined workers.
+    pub fn with(&self, joined: &[WorkerId]) -> Placement {
+        let mut workers = self.workers.clone();
+        workers.extend(joined.iter().filter(|worker| !self.workers.contains(worker)));
+        workers.sort_unstable();
+        workers.dedup();
+        let mut owners = self.owners.clone();
+        let count = |owners: &[WorkerId], worker: WorkerId| owners.iter().filter(|owner| **owner == worker).count();
+        loop {
+            let most = *workers.iter().max_by_key(|worker| (count(&owners, **worker), **worker)).expect("workers");
+            let Some(least) = workers
+                .iter()
+                .filter(|worker| !self.workers.contains(worker))
+                .min_by_key(|worker| (count(&owners, **worker), **worker))
+                .copied()
+            else {
+                break;
+            };
+            if count(&owners, most) <= count(&owners, least) + 1 {
+                break;
+            }
+            let partition = owners.iter().rposition(|owner| *owner == most).expect("the most loaded holds one");
+            owners[partition] = least;
+        }
+        Placement { owners, workers }
+    }
+
     /// Partitions whose owner differs from `before`'s, with the old and new owner.
     pub fn moves_from(&self, before: &Placement) -> Vec<(u32, WorkerId, WorkerId)> {
         before
@@ -107,7 +137,43 @@ mod tests {
         assert!(placement.without(&[1, 2, 3]).is_none());
     }
 
+    /// How many partitions each worker holds, in worker order.
+    fn loads(placement: &Placement, partitions: u32) -> Vec<usize> {
+        let held = |worker: &WorkerId| (0..partitions).filter(|p| placement.worker_of(*p) == *worker).count();
+        placement.workers().iter().map(held).collect()
+    }
+
+    #[test]
+    fn a_joined_worker_takes_partitions_from_the_most_loaded() {
+        let placement = Placement::new(vec![1, 2], 6);
+        let after = placement.with(&[3]);
+        assert_eq!(after.workers(), &[1, 2, 3]);
+        assert_eq!(after.moves_from(&placement), vec![(4, 1, 3), (5, 2, 3)]);
+        assert_eq!(placement.with(&[1]), placement, "a worker already placed changes nothing");
+    }
+
     proptest! {
+        #[test]
+        fn joined_workers_take_only_what_evens_the_load(
+            workers in 1u32..6,
+            partitions in 1u32..40,
+            joined in 1u32..4,
+        ) {
+            let placement = Placement::new((1..=workers).collect(), partitions);
+            let new: Vec<WorkerId> = (workers + 1..=workers + joined).collect();
+            let after = placement.with(&new);
+            let counts = loads(&after, partitions);
+            let (least, most) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+            prop_assert!(most - least <= 1, "uneven load {:?}", counts);
+            let moves = after.moves_from(&placement);
+            for (_, _, to) in &moves {
+                prop_assert!(new.contains(to), "a partition moved between old workers");
+            }
+            // Each joined worker holds at most the larger even share, and took nothing more.
+            let share_max = partitions.div_ceil(workers + joined) as usize;
+            prop_assert!(moves.len() <= share_max * joined as usize);
+        }
+
         #[test]
         fn only_lost_partitions_move_and_the_load_stays_even(
             workers in 1u32..9,
@@ -127,11 +193,7 @@ mod tests {
                             prop_assert_eq!(old, new, "partition {} of a survivor moved", partition);
                         }
                     }
-                    let counts: Vec<usize> = after
-                        .workers()
-                        .iter()
-                        .map(|worker| (0..partitions).filter(|p| after.worker_of(*p) == *worker).count())
-                        .collect();
+                    let counts = loads(&after, partitions);
                     let (least, most) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
                     prop_assert!(most - least <= 1, "uneven load {:?}", counts);
                 }

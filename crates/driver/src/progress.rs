@@ -5,7 +5,9 @@ use std::collections::VecDeque;
 
 use sleet_clarity::{percentile, MonotaskRecord, MonotaskTotals};
 use sleet_plan::SchedulerKind;
-use sleet_wire::{BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RecoveryRecord, TaskStats};
+use sleet_wire::{
+    BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, TaskStats,
+};
 
 use crate::batch_ledger::CompletedBatch;
 
@@ -46,20 +48,31 @@ pub struct JobStats {
     /// Batches that completed a second time, in a later attempt of the job.
     pub batches_rerun: u64,
     recoveries: Vec<RecoveryRecord>,
+    rebalances: Vec<RebalanceRecord>,
 }
 
 /// A set of batch numbers that stays small over a long job: batches complete almost in
 /// order, so everything below `below` is in, and only the few that completed ahead of an
 /// older one are kept one by one.
 #[derive(Debug, Default)]
-struct CountedBatches {
+pub(crate) struct CountedBatches {
     below: u64,
     ahead: std::collections::BTreeSet<u64>,
 }
 
 impl CountedBatches {
+    /// A set holding every batch below `below`.
+    pub(crate) fn below(below: u64) -> Self {
+        CountedBatches { below, ahead: std::collections::BTreeSet::new() }
+    }
+
+    /// The first batch not in: every one before it is.
+    pub(crate) fn first_missing(&self) -> u64 {
+        self.below
+    }
+
     /// Adds `batch`; false when it was already in.
-    fn insert(&mut self, batch: u64) -> bool {
+    pub(crate) fn insert(&mut self, batch: u64) -> bool {
         if batch < self.below || !self.ahead.insert(batch) {
             return false;
         }
@@ -101,6 +114,10 @@ impl JobStats {
 
     pub fn recovered(&mut self, recovery: RecoveryRecord) {
         self.recoveries.push(recovery);
+    }
+
+    pub fn rebalanced(&mut self, rebalance: RebalanceRecord) {
+        self.rebalances.push(rebalance);
     }
 
     pub fn last_group(&self) -> Option<&GroupRecord> {
@@ -184,6 +201,7 @@ impl JobStats {
             groups: self.groups.into(),
             recoveries: self.recoveries,
             batches_rerun: self.batches_rerun,
+            rebalances: self.rebalances,
         }
     }
 }

@@ -36,14 +36,18 @@ pub struct RecoveryPlan {
     pub rerun: Range<u64>,
 }
 
-/// `None` when no worker survives.
+/// Also the plan of a placement change for workers that `joined` (with nothing lost): their
+/// share of partitions moves to them, from the checkpoint the attempt ended at. `None` when
+/// no worker survives.
 pub fn plan_recovery(
     placement: &Placement,
     lost: &[WorkerId],
+    joined: &[WorkerId],
     checkpoint: Option<&CheckpointRecord>,
     next_batch: u64,
 ) -> Option<RecoveryPlan> {
-    let after = placement.without(lost)?;
+    let joined: Vec<WorkerId> = joined.iter().copied().filter(|worker| !lost.contains(worker)).collect();
+    let after = placement.without(lost)?.with(&joined);
     let resume_batch = checkpoint.map_or(0, |checkpoint| checkpoint.batch + 1);
     Some(RecoveryPlan {
         moves: after.moves_from(placement),
@@ -126,6 +130,20 @@ mod tests {
         assert_eq!(resumed.start, KafkaStart::Offsets(vec![150, 151]));
     }
 
+    #[test]
+    fn a_joined_worker_takes_its_share_at_the_checkpoint_the_attempt_ended_at() {
+        let placement = Placement::new(vec![1, 2], 4);
+        let record = checkpoint(9, 4);
+        let plan = plan_recovery(&placement, &[], &[3], Some(&record), 10).expect("a plan");
+        assert_eq!(plan.placement.workers(), &[1, 2, 3]);
+        assert_eq!(plan.moves, vec![(3, 2, 3)]);
+        assert_eq!((plan.resume_batch, plan.rerun.clone()), (10, 10..10), "nothing runs again");
+        // Lost and joined at once: the joined worker shares the lost one's partitions.
+        let plan = plan_recovery(&placement, &[1], &[3], Some(&record), 12).expect("a plan");
+        assert_eq!(plan.placement.workers(), &[2, 3]);
+        assert_eq!(plan.rerun, 10..12);
+    }
+
     proptest! {
         /// For any placement, loss and checkpoint: every partition has exactly one owner, a
         /// live one; only the lost workers' partitions moved; the batches re-run are exactly
@@ -143,7 +161,7 @@ mod tests {
             let placement = Placement::new(all.clone(), partitions);
             let record = checkpoint_batch.map(|batch| checkpoint(batch, partitions));
             let next_batch = checkpoint_batch.map_or(0, |batch| batch + 1) + sent_beyond;
-            let Some(plan) = plan_recovery(&placement, &lost, record.as_ref(), next_batch) else {
+            let Some(plan) = plan_recovery(&placement, &lost, &[], record.as_ref(), next_batch) else {
                 prop_assert_eq!(lost.len(), all.len());
                 return Ok(());
             };

@@ -98,6 +98,10 @@ pub struct JobRegistration {
     /// The checkpoint this attempt starts from: its partitions load these snapshots before
     /// their first batch.
     pub restore: Option<RestorePoint>,
+    /// The last batch whose output an earlier attempt committed: this attempt re-runs such
+    /// batches only to rebuild state, and writes none of their rows or dead letters again.
+    #[serde(default)]
+    pub output_committed_through: Option<u64>,
 }
 
 /// The state every stateful partition had after `batch`, as written to the checkpoint store.
@@ -393,6 +397,26 @@ pub struct JobSummary {
     /// Batches that completed again in a later attempt (their first completion counts).
     #[serde(default)]
     pub batches_rerun: u64,
+    /// Every change of placement for workers that joined while the job ran, in order.
+    #[serde(default)]
+    pub rebalances: Vec<RebalanceRecord>,
+}
+
+/// Workers joined a running job: at a checkpoint, partitions moved to them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RebalanceRecord {
+    pub joined: Vec<WorkerId>,
+    /// When the driver moved the partitions (ms since the epoch, driver clock).
+    pub at_ms: i64,
+    /// The checkpoint the moved partitions' state came from: the boundary of the change.
+    pub checkpoint_batch: u64,
+    pub resume_batch: u64,
+    /// Batches that had been sent past the checkpoint and ran again (0 when the change
+    /// waited for the boundary, as it does).
+    pub rerun_batches: u64,
+    /// `(partition, from, to)`.
+    pub moves: Vec<(u32, WorkerId, WorkerId)>,
+    pub workers: Vec<WorkerId>,
 }
 
 /// One recovery from a lost worker, as the driver decided it.

@@ -140,6 +140,12 @@ impl JobRuntime {
         Ok(Some(sink))
     }
 
+    /// Whether an earlier attempt already committed `batch`'s output: a re-run of it
+    /// rebuilds state and writes nothing.
+    pub fn output_committed(&self, batch: u64) -> bool {
+        self.registration.output_committed_through.is_some_and(|through| batch <= through)
+    }
+
     pub fn dead_letter_writer(
         &self,
         stage: StageId,

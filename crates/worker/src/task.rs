@@ -208,6 +208,12 @@ async fn execute(
         stats.snapshot = Some(Box::pin(write_snapshot(ctx, job, task, monotasks)).await?);
     }
 
+    // A batch whose output an earlier attempt committed is re-run for its state alone.
+    let writes = if job.output_committed(task.batch) {
+        Writes { sink_bytes: Vec::new(), dead_letters: Vec::new(), ..writes }
+    } else {
+        writes
+    };
     if !writes.dead_letters.is_empty() {
         if let Some(writer) = job.dead_letter_writer(task.stage, task.partition)? {
             let source = source_of_task.clone();

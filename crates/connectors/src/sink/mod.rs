@@ -25,7 +25,7 @@ use crate::error::ConnectorError;
 
 pub use json_lines::{format_json_key, format_json_lines, sink_file_path, JsonLinesSink};
 pub use kafka::{read_ysb_topic, KafkaSink};
-pub use ysb_rows::{read_ysb_sink, SinkRow};
+pub use ysb_rows::{final_counts, read_ysb_sink, SinkRow};
 
 /// Where the result rows of one reduce partition go. Shared by the tasks of that partition,
 /// which write in batch order.

@@ -1,6 +1,7 @@
 //! Reading ysb results back from a JSON-lines sink directory, for the benchmark's check and
 //! the tests.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::error::ConnectorError;
@@ -36,6 +37,18 @@ pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
         .collect()
 }
 
+/// The final value per (campaign, window): its row of the highest batch, with that batch.
+pub fn final_counts(rows: &[SinkRow]) -> BTreeMap<(String, i64), (i64, u64)> {
+    let mut last: BTreeMap<(String, i64), (i64, u64)> = BTreeMap::new();
+    for row in rows {
+        let entry = last.entry((row.campaign_id.clone(), row.window_start)).or_insert((row.count, row.batch));
+        if row.batch >= entry.1 {
+            *entry = (row.count, row.batch);
+        }
+    }
+    last
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs;
@@ -52,6 +65,7 @@ mod tests {
         let mut bytes = Vec::new();
         sink.encode(123, &batch, &mut bytes);
         sink.write(123, &bytes).expect("write");
+        crate::manifest::commit_first_attempt(&dir);
         let rows = read_ysb_sink(&dir).expect("read");
         assert_eq!(rows[1], SinkRow { window_start: 10_000, campaign_id: "c2".into(), count: 4, batch: 123 });
         fs::write(sink_file_path(&dir, 2, 0), "{\"window_start\": \"x\"}\n").expect("write bad");
