@@ -87,6 +87,7 @@ pub async fn run(
         next_batch: attempt.first_batch,
         batch_limit: job.batches_total().unwrap_or(u64::MAX),
     };
+    scheduler.session.stats.attempt_started(link.cluster_shape(attempt, &job.clock));
     let stage_timeout = job.stage_timeout;
     scheduler.send_groups(link).await?;
     let mut last_activity = Instant::now();
@@ -210,7 +211,7 @@ impl GroupScheduler<'_> {
         if let Some(checkpoint) = self.session.checkpoints.completed(&completed, self.attempt.job, now_ms) {
             self.session.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
         }
-        self.session.stats.push_batch(completed, now_ms);
+        self.session.stats.push_batch(completed, None, now_ms);
         Ok(())
     }
 

@@ -326,6 +326,10 @@ pub struct JobProgress {
     /// late until it is back.
     #[serde(default)]
     pub source_waiting: Option<String>,
+    /// What limits the job now, by the model of its recent batches: `cpu`, `net`, `disk`,
+    /// `coordination` or `source`; `None` until a batch's samples are in.
+    #[serde(default)]
+    pub bottleneck: Option<String>,
 }
 
 /// One batch as the driver saw it; times in ms since the epoch. Both schedulers take every
@@ -393,6 +397,10 @@ pub struct JobSummary {
     /// Batches that completed again in a later attempt (their first completion counts).
     #[serde(default)]
     pub batches_rerun: u64,
+    /// The performance model's input for the most recent batches (their first completion);
+    /// `None` from a driver that did not record them, or a job that completed no batch.
+    #[serde(default)]
+    pub samples: Option<sleet_clarity::RunSamples>,
 }
 
 /// One recovery from a lost worker, as the driver decided it.
