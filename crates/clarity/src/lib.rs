@@ -12,12 +12,14 @@
 //!                                         ├─▶ predict()     what-if: batch time, stable rate
 //!                                         ├─▶ stragglers()  slow tasks and their causes
 //!                                         ├─▶ blocked()     speed-up without net / disk / coordination
-//!                                         └─▶ breakdowns()  per-batch latency in parts
+//!                                         ├─▶ breakdowns()  per-batch latency in parts
+//!                                         └─▶ analyze()     all of the above, for a result file
 //! ```
 //!
 //! Pure data and pure functions: no clocks, no I/O. The driver fills the samples from what it
 //! already records; the CLI and the bench print and serialize what these functions return.
 
+pub mod analysis;
 pub mod blocked;
 pub mod breakdown;
 pub mod error;
@@ -29,16 +31,17 @@ pub mod stragglers;
 pub mod summary;
 pub mod whatif;
 
+pub use analysis::{analyze, Analysis, BreakdownReport, ResourceUse, SecondParts, StragglerSummary};
 pub use blocked::{batch_blocked, blocked, BatchBlocked, BlockedReport, Blocker, BlockerSpeedup};
 pub use breakdown::{breakdown, breakdowns, part_distributions, LatencyBreakdown, PartDistribution, StageSpan};
 pub use error::ClarityError;
 pub use model::{
     model, model_of, terms, throughputs, utilization, Bottleneck, JobModel, JobTerms, ResourceSecond, StageModel,
-    StageTerms, Throughputs,
+    StageTerms, Throughputs, SOURCE_BOUND_SHARE,
 };
 pub use percentile::{percentile, Distribution};
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
 pub use sample::{BatchSample, ClusterShape, RunSamples, TaskSample};
-pub use stragglers::{stragglers, Straggler, StragglerCause, StragglerReport};
+pub use stragglers::{stragglers, Straggler, StragglerCause, StragglerReport, STRAGGLER_FACTOR};
 pub use summary::{summarize, MonotaskTotals, ResourceSummary};
 pub use whatif::{parse_scenarios, predict, Prediction, Scenario, WhatIfParams};

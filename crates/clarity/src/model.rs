@@ -14,6 +14,7 @@
 //! compares with its batch interval directly.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +38,20 @@ pub enum Bottleneck {
     Disk,
     Coordination,
     Source,
+}
+
+impl fmt::Display for Bottleneck {
+    /// The name the result files use: `cpu`, `net`, `disk`, `coordination`, `source`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Bottleneck::Cpu => "cpu",
+            Bottleneck::Net => "net",
+            Bottleneck::Disk => "disk",
+            Bottleneck::Coordination => "coordination",
+            Bottleneck::Source => "source",
+        };
+        f.write_str(name)
+    }
 }
 
 impl From<Resource> for Bottleneck {

@@ -81,13 +81,16 @@ pub struct BenchYsbArgs {
     pub sink_kafka: bool,
 }
 
-/// `" | group 8, overhead 6.1%"` for status lines under group scheduling; empty under bsp.
-pub fn group_status(progress: &JobProgress) -> String {
-    match (progress.group_size, progress.overhead) {
+/// `" | group 8, overhead 6.1% | bottleneck cpu"` for status lines: the group under group
+/// scheduling (nothing under bsp), and what limits the job now, once the driver knows.
+pub fn status_tail(progress: &JobProgress) -> String {
+    let group = match (progress.group_size, progress.overhead) {
         (Some(size), Some(overhead)) => format!(" | group {size}, overhead {:.1}%", overhead * 100.0),
         (Some(size), None) => format!(" | group {size}"),
         _ => String::new(),
-    }
+    };
+    let bottleneck = progress.bottleneck.as_ref().map_or(String::new(), |name| format!(" | bottleneck {name}"));
+    group + &bottleneck
 }
 
 /// A benchmark's status line, printed on each progress report: the last second's rate, the
@@ -103,7 +106,7 @@ pub fn status_line(elapsed: Duration, progress: &JobProgress) -> String {
         progress.lag_ms,
         progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
         progress.dead_letters,
-        group_status(progress),
+        status_tail(progress),
         progress.source_waiting.as_ref().map_or(String::new(), |note| format!("  | source waiting: {note}"))
     )
 }

@@ -74,7 +74,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
                 latency(progress.window_latency_ms_p99),
                 progress.dead_letters,
                 progress.lag_ms,
-                crate::bench_ysb::group_status(progress)
+                crate::bench_ysb::status_tail(progress)
             );
         },
         async {

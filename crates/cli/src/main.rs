@@ -5,10 +5,12 @@ mod bench_kafka;
 mod bench_recovery;
 mod bench_sched;
 mod bench_ysb;
+mod clarity_report;
 mod client;
 mod cluster;
 mod demo;
 mod duration_arg;
+mod explain;
 mod gen_ysb;
 mod interrupt;
 mod max_rate;
@@ -114,6 +116,9 @@ enum Command {
         #[command(subcommand)]
         workload: BenchWorkload,
     },
+    /// Explain a finished benchmark from its result file: the latency breakdown, the
+    /// per-resource model and bottleneck, straggler causes, blocked time, and what-if answers.
+    Explain(explain::ExplainArgs),
 }
 
 #[derive(Subcommand)]
@@ -316,6 +321,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             let job = ysb_job::ysb_job(&options)?;
             println!("{}", job.to_json());
         }
+        Command::Explain(args) => explain::run(&args)?,
         Command::Gen { workload: GenWorkload::Ysb(args) } => {
             let produced = tokio::task::spawn_blocking(move || gen_ysb::run(&args)).await??;
             println!("{}", serde_json::to_string(&produced)?);

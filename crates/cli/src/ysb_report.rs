@@ -1,6 +1,7 @@
 //! The result object of one `bench ysb` run (WORKLOADS.md's format): correctness against the
 //! ground truth, sustained throughput, stability, lag and window latency, where the CPU time
-//! went, and per-second series. Computed from the job summary and the sink's rows only.
+//! went, per-second series, and the performance model's view (`clarity`). Computed from the
+//! job summary and the sink's rows only.
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -11,6 +12,7 @@ use sleet_wire::clock::BatchClock;
 use sleet_wire::{BatchRecord, JobSummary};
 
 use crate::batch_figures::{judge, lag_figures, sustained};
+use crate::clarity_report::clarity_section;
 use crate::ysb_check::{check_counts, window_latencies_ms};
 
 /// What one run is judged on, besides the summary and the sink.
@@ -132,6 +134,7 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "groups": group_summary(summary, warm_ms),
         "series": per_second_series(summary),
         "processed_per_wall_second": processed_per_wall_second(summary),
+        "clarity": clarity_section(summary, warm_ms, plan.config["combine"].as_bool().unwrap_or(true)),
     });
     Ok(RunReport { json, correct, stable: stability.stable, events_per_s })
 }

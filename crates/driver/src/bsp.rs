@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use sleet_plan::StageInput;
-use sleet_wire::clock::now_ms;
+use sleet_wire::clock::{now_ms, now_us};
 use sleet_wire::{DriverToClient, DriverToWorker, TaskDescriptor, TaskId, TaskInput};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -38,6 +38,7 @@ pub async fn run(
     let first_stage = stages.first().expect("a plan has a stage").id;
     let last_stage = stages.last().expect("a plan has a stage").id;
     let mut ledger = BatchLedger::new(job.clock, first_stage, last_stage);
+    session.stats.attempt_started(link.cluster_shape(attempt, &job.clock));
     let mut last_progress_ms = now_ms();
     let mut batch: u64 = attempt.first_batch;
     // Workers joined: the next batch ends with a checkpoint, and the attempt with it.
@@ -79,7 +80,12 @@ pub async fn run(
         };
         let mut completed: Option<CompletedBatch> = None;
         let mut upstream: Option<StageBarrier> = None;
+        // The driver's own time on this batch: composing and sending its launches, decoding
+        // and taking in its reports. The performance model's coordination term, as a group's
+        // schedule and status time is under group scheduling.
+        let mut coordination_us = 0;
         for stage in stages {
+            let launch_started_us = now_us();
             let mut tasks = Vec::with_capacity(stage.partitions as usize);
             for partition in 0..stage.partitions {
                 let task = TaskId { job: attempt.job, stage: stage.id, partition, batch };
@@ -93,17 +99,19 @@ pub async fn run(
                     },
                 };
                 let worker = placement.worker_of(partition);
-                session.stats.launched(sleet_wire::clock::now_us());
+                session.stats.launched(now_us());
                 let descriptor = TaskDescriptor { task, input, checkpoint };
                 let launch = EncodedMessage::new(&DriverToWorker::LaunchTask(descriptor));
                 link.send_to(worker, launch, batch).await?;
                 tasks.push((task, worker));
             }
+            coordination_us += now_us() - launch_started_us;
             let mut barrier = StageBarrier::new(tasks);
             let deadline = Instant::now() + job.stage_timeout;
             while !barrier.is_done() {
                 match link.next_event(deadline).await {
-                    JobEvent::Status(status, _) => {
+                    JobEvent::Status(status, decode_us) => {
+                        let handling_started_us = now_us();
                         let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
                             let address = link.shuffle_address(report.worker).unwrap_or_default();
                             barrier.complete(report.task, task_stats, report.worker, address);
@@ -119,6 +127,7 @@ pub async fn run(
                         if let Err(failure) = taken {
                             return Err(link.explain_failure(failure, batch).await);
                         }
+                        coordination_us += decode_us + (now_us() - handling_started_us);
                     }
                     // A stop waits for the batch in flight, so the output ends on a batch boundary.
                     JobEvent::Stop => {
@@ -143,7 +152,7 @@ pub async fn run(
         }
         let completed = completed.expect("the last stage's last report completes the batch");
         let now = now_ms();
-        session.batch_completed(completed, attempt.job, now)?;
+        session.batch_completed(completed, attempt.job, Some(coordination_us), now)?;
         if handoff {
             // The placement changes at this checkpoint; the coordinator goes on from it.
             session.handoff_after = Some(batch);

@@ -93,6 +93,7 @@ pub async fn run(
         handoff_wanted: false,
         handoff_after: None,
     };
+    scheduler.session.stats.attempt_started(link.cluster_shape(attempt, &job.clock));
     let stage_timeout = job.stage_timeout;
     scheduler.send_groups(link).await?;
     let mut last_activity = Instant::now();
@@ -231,7 +232,7 @@ impl GroupScheduler<'_> {
 
     /// A batch is done: its output counts, and it may complete a checkpoint.
     fn batch_completed(&mut self, completed: CompletedBatch, now_ms: i64) -> Result<(), DriverError> {
-        self.session.batch_completed(completed, self.attempt.job, now_ms)
+        self.session.batch_completed(completed, self.attempt.job, None, now_ms)
     }
 
     /// Group boundaries: each finished group's measured overhead decides the size of the

@@ -23,7 +23,7 @@ pub fn take_reports<'s>(
         match &report.outcome {
             TaskOutcome::Succeeded(task_stats) => {
                 if accept(report, task_stats) {
-                    stats.add_task(task_stats, &report.monotasks);
+                    stats.add_task(report, task_stats);
                 }
             }
             TaskOutcome::Failed { reason } => {

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use sleet_clarity::ClusterShape;
 use sleet_plan::PhysicalPlan;
 use sleet_wire::clock::BatchClock;
 use sleet_wire::{DriverToClient, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
@@ -111,6 +112,7 @@ impl JobSession {
         &mut self,
         completed: CompletedBatch,
         attempt_job: JobId,
+        coordination_us: Option<i64>,
         now_ms: i64,
     ) -> Result<(), DriverError> {
         self.commits.completed(completed.record.batch);
@@ -126,7 +128,7 @@ impl JobSession {
             }
         }
         self.commits.publish_if_due(now_ms).map_err(DriverError::Commit)?;
-        self.stats.push_batch(completed, now_ms);
+        self.stats.push_batch(completed, coordination_us, now_ms);
         Ok(())
     }
 }
@@ -196,6 +198,23 @@ impl JobLink<'_> {
         }
         let (name, pid, reason) = (handle.name.clone(), handle.pid, "its connection closed".into());
         Err(DriverError::WorkerLost { worker, name, pid, batch, reason })
+    }
+
+    /// The cluster an attempt runs on, as the performance model takes it: its workers and
+    /// their cores per worker (the mean, rounded down: the model spreads CPU work over every
+    /// core of the cluster, so the total is what matters).
+    pub fn cluster_shape(&self, attempt: &Attempt, clock: &BatchClock) -> ClusterShape {
+        let workers = attempt.placement.workers();
+        let cores: u32 =
+            workers.iter().filter_map(|worker| self.membership.get(*worker)).map(|handle| handle.cores.max(1)).sum();
+        let count = workers.len().max(1) as u32;
+        ClusterShape {
+            workers: count,
+            cores_per_worker: (cores / count).max(1),
+            batch_interval_ms: clock.interval_ms as u64,
+            net_bytes_per_s: None,
+            disk_bytes_per_s: None,
+        }
     }
 
     /// The shuffle address of a worker, where its blocks are pulled from.

@@ -1,15 +1,17 @@
 //! What the driver knows about a running job's output: totals, per-batch records, window
-//! latencies and monotask records, folded into progress reports and the final summary. Pure.
+//! latencies, monotask records and the performance model's samples, folded into progress
+//! reports (with the live bottleneck) and the final summary. Pure.
 
 use std::collections::VecDeque;
 
-use sleet_clarity::{percentile, MonotaskRecord, MonotaskTotals};
+use sleet_clarity::{percentile, ClusterShape, MonotaskTotals};
 use sleet_plan::SchedulerKind;
 use sleet_wire::{
-    BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, TaskStats,
+    BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, TaskReport, TaskStats,
 };
 
 use crate::batch_ledger::CompletedBatch;
+use crate::samples::SampleLog;
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
@@ -20,6 +22,12 @@ const BATCH_RECORDS_MAX: usize = 200_000;
 const WINDOW_LATENCIES_MAX: usize = 1_000_000;
 /// Group records kept for the summary (the most recent ones); at least one batch each.
 const GROUP_RECORDS_MAX: usize = 200_000;
+/// The live bottleneck is the model of the batches that closed in this much recent time…
+const LIVE_MODEL_SPAN_US: i64 = 10_000_000;
+/// …and of at most this many of them: progress is computed about once a second on the
+/// driver's one thread, and the model's cost grows with the tasks it reads (about 1 ms for
+/// 500 batches of 4 tasks).
+const LIVE_MODEL_BATCHES_MAX: usize = 500;
 
 #[derive(Debug, Default)]
 pub struct JobStats {
@@ -49,6 +57,8 @@ pub struct JobStats {
     pub batches_rerun: u64,
     recoveries: Vec<RecoveryRecord>,
     rebalances: Vec<RebalanceRecord>,
+    /// The model's input: the most recent batches' task and batch samples.
+    samples: SampleLog,
 }
 
 /// A set of batch numbers that stays small over a long job: batches complete almost in
@@ -82,6 +92,10 @@ impl CountedBatches {
         }
         true
     }
+
+    fn contains(&self, batch: u64) -> bool {
+        batch < self.below || self.ahead.contains(&batch)
+    }
 }
 
 impl JobStats {
@@ -89,14 +103,24 @@ impl JobStats {
         JobStats { job, start_ms, scheduler: scheduler.to_string(), ..JobStats::default() }
     }
 
-    /// A task's work: every monotask counts, a re-run's too, since it was really done.
-    pub fn add_task(&mut self, stats: &TaskStats, monotasks: &[MonotaskRecord]) {
+    /// A task's work: every monotask counts, a re-run's too, since it was really done. Its
+    /// sample is kept only while its batch has not completed yet: a batch's samples are those
+    /// of its first completion, as its figures are.
+    pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats) {
         if stats.source_range.is_some() {
             self.source_waiting.clone_from(&stats.source_waiting);
         }
-        for monotask in monotasks {
+        for monotask in &report.monotasks {
             self.monotasks.add(monotask);
         }
+        if !self.counted.contains(report.task.batch) {
+            self.samples.task(report, stats);
+        }
+    }
+
+    /// An attempt starts on this cluster.
+    pub fn attempt_started(&mut self, shape: ClusterShape) {
+        self.samples.set_shape(shape);
     }
 
     /// Notes a launch; the first one is the job's start of work.
@@ -106,6 +130,7 @@ impl JobStats {
     }
 
     pub fn push_group(&mut self, record: GroupRecord) {
+        self.samples.group_closed(&record);
         if self.groups.len() == GROUP_RECORDS_MAX {
             self.groups.pop_front();
         }
@@ -113,6 +138,7 @@ impl JobStats {
     }
 
     pub fn recovered(&mut self, recovery: RecoveryRecord) {
+        self.samples.attempt_failed();
         self.recoveries.push(recovery);
     }
 
@@ -126,12 +152,16 @@ impl JobStats {
 
     /// A completed batch's output, counted the first time the batch completes. A batch
     /// re-run after a failure reads the same input and produces the same rows, so its first
-    /// record stands: that is when its results became visible.
-    pub fn push_batch(&mut self, completed: CompletedBatch, now_ms: i64) {
+    /// record stands: that is when its results became visible. `coordination_us` is the
+    /// driver's time on the batch when the scheduler measures it per batch (bsp); under group
+    /// scheduling it comes with the group's record (`push_group`).
+    pub fn push_batch(&mut self, completed: CompletedBatch, coordination_us: Option<i64>, now_ms: i64) {
         if !self.counted.insert(completed.record.batch) {
+            self.samples.discard(completed.record.batch);
             self.batches_rerun += 1;
             return;
         }
+        self.samples.batch_completed(&completed.record, coordination_us);
         self.events_in += completed.record.events_in;
         self.dead_letters += completed.record.dead_letters;
         self.late_rows_dropped += completed.late_rows_dropped;
@@ -175,10 +205,18 @@ impl JobStats {
             group_size: None,
             overhead: None,
             source_waiting: self.source_waiting.clone(),
+            bottleneck: self.live_bottleneck(),
         }
     }
 
+    /// The model of the recent batches names what limits the job now.
+    fn live_bottleneck(&self) -> Option<String> {
+        let recent = self.samples.recent(LIVE_MODEL_SPAN_US, LIVE_MODEL_BATCHES_MAX)?;
+        Some(sleet_clarity::model(&recent).bottleneck.to_string())
+    }
+
     pub fn summary(self, end_ms: i64) -> JobSummary {
+        let samples = self.samples.run_samples();
         // Under group scheduling batches can complete slightly out of order.
         let mut batches: Vec<BatchRecord> = self.batches.into();
         batches.sort_by_key(|batch| batch.batch);
@@ -202,13 +240,16 @@ impl JobStats {
             recoveries: self.recoveries,
             batches_rerun: self.batches_rerun,
             rebalances: self.rebalances,
+            samples,
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use sleet_plan::SourceRange;
+    use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+    use sleet_plan::{SourceRange, StageId};
+    use sleet_wire::{TaskId, TaskOutcome};
 
     use super::*;
 
@@ -225,17 +266,72 @@ mod tests {
     #[test]
     fn a_batch_counts_once_however_often_it_completes_and_recent_latency_forgets_old_windows() {
         let mut stats = JobStats::new(1, 0, SchedulerKind::Bsp);
-        stats.push_batch(completed(0, 50, vec![120]), 1_000);
-        stats.push_batch(completed(2, 30, vec![]), 1_000);
+        stats.push_batch(completed(0, 50, vec![120]), None, 1_000);
+        stats.push_batch(completed(2, 30, vec![]), None, 1_000);
         assert_eq!(stats.progress(1_000).window_latency_ms_p50, Some(120.0));
         // Re-run after a failure: batch 2 again, then batch 1 for the first time.
-        stats.push_batch(completed(2, 30, vec![999]), 2_000);
-        stats.push_batch(completed(1, 20, vec![]), 2_000);
+        stats.push_batch(completed(2, 30, vec![999]), None, 2_000);
+        stats.push_batch(completed(1, 20, vec![]), None, 2_000);
         assert_eq!((stats.events_in, stats.batches_total, stats.batches_rerun), (100, 3, 1));
-        stats.push_batch(completed(0, 50, vec![]), 2_500);
+        stats.push_batch(completed(0, 50, vec![]), None, 2_500);
         assert_eq!(stats.batches_rerun, 2, "a batch below the contiguous mark is known too");
-        stats.push_batch(completed(3, 10, vec![80]), 20_000);
+        stats.push_batch(completed(3, 10, vec![80]), None, 20_000);
         assert_eq!(stats.progress(20_000).window_latency_ms_p99, Some(80.0));
         assert_eq!(stats.window_latencies_ms, [120, 80]);
+    }
+
+    /// Batch `batch`'s one map task on partition 0: `run_us` of cpu from the batch's close.
+    fn map_task(batch: u64, run_us: i64) -> TaskReport {
+        let closed_at_us = 100_000 * (batch as i64 + 1);
+        let monotask = MonotaskRecord {
+            kind: MonotaskKind::MapCompute,
+            resource: Resource::Cpu,
+            bytes: 0,
+            queued_at_us: closed_at_us,
+            started_at_us: closed_at_us,
+            finished_at_us: closed_at_us + run_us,
+        };
+        TaskReport {
+            task: TaskId { job: 1, stage: StageId(0), partition: 0, batch },
+            worker: 1,
+            group: None,
+            outcome: TaskOutcome::Succeeded(TaskStats::default()),
+            monotasks: vec![monotask],
+            started_at_us: closed_at_us,
+            finished_at_us: closed_at_us + run_us,
+        }
+    }
+
+    fn completed_at(batch: u64, finished_at_us: i64) -> CompletedBatch {
+        let mut done = completed(batch, 50, vec![]);
+        done.record.scheduled_end_ms = 100 * (batch as i64 + 1);
+        done.record.finished_at_us = finished_at_us;
+        done
+    }
+
+    #[test]
+    fn samples_hold_a_batchs_first_completion_and_progress_names_the_bottleneck() {
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Bsp);
+        stats.attempt_started(ClusterShape {
+            workers: 1,
+            cores_per_worker: 1,
+            batch_interval_ms: 100,
+            net_bytes_per_s: None,
+            disk_bytes_per_s: None,
+        });
+        assert_eq!(stats.progress(0).bottleneck, None, "no batch yet");
+        // 90 ms of cpu on one core in a 100 ms interval: cpu-bound.
+        stats.add_task(&map_task(0, 90_000), &TaskStats::default());
+        stats.push_batch(completed_at(0, 190_000), Some(1_000), 200);
+        // Batch 0 again in a later attempt: neither its task nor its completion count.
+        stats.add_task(&map_task(0, 10_000), &TaskStats::default());
+        stats.push_batch(completed_at(0, 110_000), Some(5), 300);
+        assert_eq!(stats.progress(300).bottleneck.as_deref(), Some("cpu"));
+        let samples = stats.summary(400).samples.expect("samples");
+        let tasks: Vec<i64> = samples.tasks.iter().map(|task| task.duration_us()).collect();
+        assert_eq!(tasks, vec![90_000]);
+        let batches: Vec<(u64, i64, i64)> =
+            samples.batches.iter().map(|b| (b.batch, b.processing_us(), b.coordination_us)).collect();
+        assert_eq!(batches, vec![(0, 90_000, 1_000)]);
     }
 }

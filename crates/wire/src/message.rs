@@ -330,6 +330,10 @@ pub struct JobProgress {
     /// late until it is back.
     #[serde(default)]
     pub source_waiting: Option<String>,
+    /// What limits the job now, by the model of its recent batches: `cpu`, `net`, `disk`,
+    /// `coordination` or `source`; `None` until a batch's samples are in.
+    #[serde(default)]
+    pub bottleneck: Option<String>,
 }
 
 /// One batch as the driver saw it; times in ms since the epoch. Both schedulers take every
@@ -400,6 +404,10 @@ pub struct JobSummary {
     /// Every change of placement for workers that joined while the job ran, in order.
     #[serde(default)]
     pub rebalances: Vec<RebalanceRecord>,
+    /// The performance model's input for the most recent batches (their first completion);
+    /// `None` from a driver that did not record them, or a job that completed no batch.
+    #[serde(default)]
+    pub samples: Option<sleet_clarity::RunSamples>,
 }
 
 /// Workers joined a running job: at a checkpoint, partitions moved to them.
