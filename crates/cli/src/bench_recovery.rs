@@ -58,11 +58,6 @@ pub struct BenchRecoveryArgs {
     /// Runs, one fresh cluster each, one after the other; the medians are over them.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
-    /// How often stateful partitions checkpoint; 0 turns checkpoints off (a lost worker then
-    /// replays the job from batch 0); a bare number is in milliseconds [default: the job
-    /// default, 1s].
-    #[arg(long, value_parser = crate::duration_arg::millis)]
-    pub checkpoint_interval: Option<Duration>,
     /// Write the result object here.
     #[arg(long)]
     pub json: Option<PathBuf>,
@@ -208,18 +203,13 @@ fn config_json(args: &BenchRecoveryArgs) -> serde_json::Value {
         "signal": args.signal.name(),
         "victim": format!("worker-{}", VICTIM_INDEX + 1),
         "runs": args.runs,
-        "checkpoint_interval_ms": checkpoint_interval_ms(args),
+        "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
         "recovery_window_batches": recovery_window_batches(args.ysb.batch_interval_ms()),
     })
 }
 
 fn partitions(args: &BenchRecoveryArgs) -> u32 {
     args.workers * args.cores_per_worker
-}
-
-fn checkpoint_interval_ms(args: &BenchRecoveryArgs) -> u64 {
-    args.checkpoint_interval
-        .map_or(sleet_plan::JobSettings::default().checkpoint_interval_ms, |interval| interval.as_millis() as u64)
 }
 
 /// W: how many batches the recovered median is taken over.
@@ -295,10 +285,7 @@ async fn run_once(args: &BenchRecoveryArgs, index: u32, dir: &Path) -> Result<Ru
         start_ms: Some(start_ms),
         ..args.ysb.options(partitions(args), Some(args.duration), sink)
     };
-    let mut job = ysb_job(&options)?;
-    if let Some(interval) = args.checkpoint_interval {
-        job.settings.checkpoint_interval_ms = interval.as_millis() as u64;
-    }
+    let job = ysb_job(&options)?;
     let spec = ysb_source_spec(&options);
 
     eprintln!(

@@ -350,6 +350,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             "combine": !args.no_combine,
             "bad_fraction": args.bad_fraction,
             "seed": args.ysb.seed,
+            "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
         }),
         rate: probe.rate,
         batch_interval_ms: args.ysb.batch_interval_ms(),

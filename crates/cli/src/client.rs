@@ -47,11 +47,18 @@ pub async fn run_job(
 }
 
 /// One line on a recovery, for people: what was lost, where the job resumed, what ran again.
-/// One line about workers that joined a running job and the partitions they took.
+/// One line about workers that joined or left a running job and the partitions that moved.
 pub fn describe_rebalance(rebalance: &sleet_wire::RebalanceRecord) -> String {
+    let mut who = Vec::new();
+    if !rebalance.joined.is_empty() {
+        who.push(format!("workers {:?} joined", rebalance.joined));
+    }
+    if !rebalance.left.is_empty() {
+        who.push(format!("workers {:?} left", rebalance.left));
+    }
     format!(
-        "workers {:?} joined: at the checkpoint after batch {} they took partitions {:?}; the job went on at batch {} on workers {:?}, {} batches re-run",
-        rebalance.joined,
+        "{}: at the checkpoint after batch {}, partitions {:?} moved; the job went on at batch {} on workers {:?}, {} batches re-run",
+        who.join(" and "),
         rebalance.checkpoint_batch,
         rebalance.moves.iter().map(|(partition, _, _)| *partition).collect::<Vec<_>>(),
         rebalance.resume_batch,

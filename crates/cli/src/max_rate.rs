@@ -76,6 +76,7 @@ pub async fn run(args: &BenchYsbArgs, run_dir: &Path) -> Result<(serde_json::Val
             "group_size": args.ysb.scheduling.group_size_json(),
             "combine": !args.no_combine,
             "seed": args.ysb.seed,
+            "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
         },
         "method": {
             "probe_duration_s": search.probe_duration.as_secs_f64(),

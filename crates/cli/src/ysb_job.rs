@@ -30,6 +30,8 @@ pub struct YsbOptions {
     /// The ad → campaign table as a CSV file (`ad_id,campaign_id`) instead of the one the
     /// seed derives, for events someone else generated.
     pub campaigns: Option<String>,
+    /// `None`: the job default.
+    pub checkpoint_interval_ms: Option<u64>,
 }
 
 /// A window's rows from a source outside sleet may arrive behind the watermark: the
@@ -136,6 +138,9 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
         start_ms: options.start_ms,
         ..JobSettings::default()
     };
+    if let Some(interval_ms) = options.checkpoint_interval_ms {
+        settings.checkpoint_interval_ms = interval_ms;
+    }
     options.scheduling.apply(&mut settings);
     settings.validate()?;
     Ok(JobFile { plan, settings })
@@ -168,11 +173,22 @@ pub struct YsbFlags {
     pub seed: u64,
     #[command(flatten)]
     pub scheduling: SchedulerArgs,
+    /// How often stateful partitions checkpoint their state; 0 turns checkpoints off (a lost
+    /// worker then replays the job from batch 0, and workers joining wait for the next job);
+    /// a bare number is in milliseconds [default: 1s].
+    #[arg(long, value_parser = crate::duration_arg::millis)]
+    pub checkpoint_interval: Option<std::time::Duration>,
 }
 
 impl YsbFlags {
     pub fn batch_interval_ms(&self) -> u64 {
         self.batch_interval.as_millis() as u64
+    }
+
+    /// The checkpoint interval the job runs with, for a result's config (0: off).
+    pub fn checkpoint_interval_ms(&self) -> u64 {
+        self.checkpoint_interval
+            .map_or(sleet_plan::JobSettings::default().checkpoint_interval_ms, |interval| interval.as_millis() as u64)
     }
 
     /// The one place a command's flags become a ysb job's options; commands then change only
@@ -193,6 +209,7 @@ impl YsbFlags {
             start_ms: None,
             input: YsbInput::Generator,
             campaigns: None,
+            checkpoint_interval_ms: self.checkpoint_interval.map(|interval| interval.as_millis() as u64),
         }
     }
 }

@@ -196,23 +196,32 @@ fn losing_the_only_worker_fails_the_job_naming_it() {
 }
 
 #[test]
-fn a_worker_that_joins_a_running_job_takes_partitions_at_a_checkpoint_and_counts_stay_exact() {
-    let dir = test_dir("recovery_join");
-    // Six partitions on two workers: a third takes two of them.
-    let job = ysb_job(&dir, "group", 6, 14);
+fn a_worker_joins_and_another_leaves_a_running_job_at_checkpoints_with_nothing_replayed_and_exact_counts() {
+    let dir = test_dir("recovery_join_leave");
+    // Six partitions on two workers: a third takes two of them, then the first hands its
+    // partitions to the other two when it is asked to stop (SIGTERM).
+    let job = ysb_job(&dir, "group", 6, 16);
     let (mut processes, address) = cluster(&dir, 2);
     let submit = submit(&job, &address);
     sleep_until(job.start_ms + 4_500);
     processes.0.push(worker(&dir, &address, 3));
+    sleep_until(job.start_ms + 9_000);
+    signal(&processes.0[1], libc::SIGTERM);
     let (succeeded, stdout, stderr) = output_of(submit, Duration::from_secs(60));
-    assert!(succeeded, "the job goes on with a worker joining:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("joined: at the checkpoint after batch"), "the summary tells of the change: {stdout}");
-    assert!(stdout.contains("took partitions [4, 5]") && stdout.contains("0 batches re-run"), "{stdout}");
+    assert!(succeeded, "the job goes on through a join and a leave:\n{stdout}\n{stderr}");
+    let changes: Vec<&str> = stdout.lines().filter(|line| line.contains("at the checkpoint after batch")).collect();
+    assert_eq!(changes.len(), 2, "one line per change: {stdout}");
+    assert!(changes[0].contains("joined") && changes[0].contains("partitions [4, 5] moved"), "{stdout}");
+    // The first worker held partitions 0, 2 or 1, 3, depending on which registered first.
+    let held = ["partitions [0, 2] moved", "partitions [1, 3] moved"];
+    assert!(changes[1].contains("left") && held.iter().any(|moved| changes[1].contains(moved)), "{stdout}");
+    assert!(changes.iter().all(|line| line.ends_with(", 0 batches re-run")), "nothing replayed: {stdout}");
     assert!(!stdout.contains("recovered"), "nothing was lost: {stdout}");
     assert_exact(&job, &dir);
     let manifest = sleet_connectors::manifest::read_manifest(&dir.join("results")).expect("read").expect("manifest");
     let attempts: Vec<u32> = manifest.segments.iter().map(|segment| segment.attempt).collect();
-    assert_eq!(attempts, vec![0, 1], "{manifest:?}");
-    let log = std::fs::read_to_string(dir.join("worker-3.log")).expect("the joined worker's log");
-    assert!(!log.contains("error"), "{log}");
+    assert_eq!(attempts, vec![0, 1, 2], "{manifest:?}");
+    // Let go by the driver, the leaving worker exits by itself, cleanly.
+    let status = wait_with_limit(&mut processes.0[1], Duration::from_secs(10));
+    assert!(status.success(), "the worker that left exits cleanly: {status:?}");
 }

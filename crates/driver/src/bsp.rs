@@ -68,6 +68,7 @@ pub async fn run(
                 }
                 JobEvent::Ended { .. } => {}
                 JobEvent::Joined { worker } => handoff_wanted |= session.worker_joined(worker),
+                JobEvent::Leaving { worker } => handoff_wanted |= session.worker_leaving(worker),
             }
         }
         ledger.open(batch, None, placement.batch_tasks(attempt.job, batch, stages));
@@ -146,6 +147,7 @@ pub async fn run(
                     }
                     JobEvent::Ended { .. } => {}
                     JobEvent::Joined { worker } => handoff_wanted |= session.worker_joined(worker),
+                    JobEvent::Leaving { worker } => handoff_wanted |= session.worker_leaving(worker),
                 }
             }
             upstream = Some(barrier);
@@ -189,7 +191,7 @@ async fn finish_after_stop(
                 }
             }
             JobEvent::Timeout | JobEvent::Lost { .. } => break,
-            JobEvent::Stop | JobEvent::Ended { .. } | JobEvent::Joined { .. } => {}
+            JobEvent::Stop | JobEvent::Ended { .. } | JobEvent::Joined { .. } | JobEvent::Leaving { .. } => {}
         }
     }
     Ok(())

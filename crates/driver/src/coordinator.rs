@@ -11,6 +11,7 @@ use sleet_plan::{plan_stages, JobFile, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
     DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, WorkerId,
+    WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -99,6 +100,9 @@ impl Coordinator {
                     eprintln!("sleet driver: worker {worker} left: {reason}");
                 }
                 DriverEvent::Submit { client, job, replies } => self.run_job(client, *job, replies).await,
+                DriverEvent::FromWorker { message: WorkerToDriver::Leaving { worker }, .. } => {
+                    self.release(&[worker]).await
+                }
                 DriverEvent::FromWorker { .. } | DriverEvent::Stop { .. } | DriverEvent::ClientGone { .. } => {}
                 DriverEvent::Shutdown => self.shutting_down = true,
             }
@@ -202,6 +206,7 @@ impl Coordinator {
             pending_checkpoints: Vec::new(),
             next_batch: 0,
             joined: Vec::new(),
+            leaving: Vec::new(),
             handoff_after: None,
         };
         let mut attempt =
@@ -222,6 +227,8 @@ impl Coordinator {
                 Ok(()) if session.handoff_after.is_some() => None,
                 other => {
                     self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
+                    let leaving = std::mem::take(&mut session.leaving);
+                    self.release(&leaving).await;
                     session.checkpoints.discard();
                     // After the workers flushed: what the last manifest admits is on disk.
                     let finished = session.commits.finish().map_err(DriverError::Commit);
@@ -233,7 +240,17 @@ impl Coordinator {
             // Joined workers still connected take partitions now, whether or not one was lost.
             let joined: Vec<WorkerId> =
                 session.joined.drain(..).filter(|worker| self.membership.get(*worker).is_some()).collect();
-            let lost_workers: Vec<WorkerId> = lost.iter().map(|(worker, _)| *worker).collect();
+            // Workers that asked to leave go now, unless nobody would be left to take over.
+            let mut leaving: Vec<WorkerId> = std::mem::take(&mut session.leaving);
+            let remaining = attempt.placement.workers().iter().filter(|worker| !leaving.contains(worker)).count();
+            if remaining + joined.len() == 0 && lost.is_none() {
+                eprintln!(
+                    "sleet driver: workers {leaving:?} cannot all leave while the job runs; they leave when it ends"
+                );
+                session.leaving = std::mem::take(&mut leaving);
+            }
+            let mut lost_workers: Vec<WorkerId> = lost.iter().map(|(worker, _)| *worker).collect();
+            lost_workers.extend(&leaving);
             let plan =
                 plan_recovery(&attempt.placement, &lost_workers, &joined, checkpoint.as_ref(), session.next_batch);
             let Some(plan) = plan else {
@@ -255,7 +272,11 @@ impl Coordinator {
             let moves: Vec<(u32, WorkerId)> = plan.moves.iter().map(|(partition, _, to)| (*partition, *to)).collect();
             let cause = match &lost {
                 Some((_, error)) => sleet_wire::error_chain(error),
-                None => format!("workers {joined:?} joined"),
+                None => {
+                    let joined = (!joined.is_empty()).then(|| format!("workers {joined:?} joined"));
+                    let left = (!leaving.is_empty()).then(|| format!("workers {leaving:?} leave"));
+                    joined.into_iter().chain(left).collect::<Vec<_>>().join(" and ")
+                }
             };
             eprintln!(
                 "sleet driver: job {}: {cause}; going on with workers {:?} from {from}, moving partitions {moves:?}, re-running batches {}..{}",
@@ -275,6 +296,7 @@ impl Coordinator {
             } else {
                 // The attempt ended whole at its checkpoint: its workers flush and let go.
                 self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
+                self.release(&leaving).await;
             }
             match lost {
                 Some((worker, error)) => session.stats.recovered(RecoveryRecord {
@@ -289,6 +311,7 @@ impl Coordinator {
                 }),
                 None => session.stats.rebalanced(RebalanceRecord {
                     joined,
+                    left: leaving,
                     at_ms: decided_at_ms,
                     checkpoint_batch: checkpoint.as_ref().map_or(0, |c| c.batch),
                     resume_batch: plan.resume_batch,
@@ -398,6 +421,16 @@ impl Coordinator {
     }
 
     /// Tells every worker of the job to flush and drop it, and waits for their answers.
+    /// Lets workers that asked to leave go: they exit on `Shutdown`, and no job uses them.
+    async fn release(&mut self, workers: &[WorkerId]) {
+        for worker in workers {
+            if let Some(handle) = self.membership.leave(*worker) {
+                eprintln!("sleet driver: worker {worker} ({}) leaves", handle.name);
+                let _ = handle.send(&DriverToWorker::Shutdown).await;
+            }
+        }
+    }
+
     async fn end_job(&mut self, job: JobId, client: ClientId, workers: &[WorkerId]) {
         let mut waiting: Vec<WorkerId> = Vec::new();
         for worker in workers {

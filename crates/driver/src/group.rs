@@ -136,6 +136,12 @@ pub async fn run(
                     scheduler.send_groups(link).await?;
                 }
             }
+            JobEvent::Leaving { worker } => {
+                if scheduler.session.worker_leaving(worker) && !stopping {
+                    scheduler.handoff_wanted = true;
+                    scheduler.send_groups(link).await?;
+                }
+            }
             JobEvent::Lost { worker, name, pid, reason } => {
                 let batch = scheduler.tracker.oldest_open_batch().unwrap_or(scheduler.next_batch);
                 return Err(DriverError::WorkerLost { worker, name, pid, batch, reason });

@@ -40,6 +40,10 @@ pub enum JobEvent {
     Joined {
         worker: WorkerId,
     },
+    /// A worker asked to leave; its partitions move at the next checkpoint.
+    Leaving {
+        worker: WorkerId,
+    },
     Timeout,
 }
 
@@ -89,6 +93,8 @@ pub struct JobSession {
     pub next_batch: u64,
     /// Workers that joined while the job ran and hold no partition yet.
     pub joined: Vec<WorkerId>,
+    /// Workers that asked to leave and still hold partitions.
+    pub leaving: Vec<WorkerId>,
     /// Set by a scheduler that ended its attempt early, at the checkpoint after this batch,
     /// so that the joined workers can take partitions.
     pub handoff_after: Option<u64>,
@@ -105,6 +111,19 @@ impl JobSession {
         }
         self.joined.push(worker);
         true
+    }
+
+    /// A worker asked to leave: whether the running attempt should now end at a checkpoint
+    /// to move its partitions off. Without checkpoints it cannot hand state over; it is let
+    /// go when the job ends.
+    pub fn worker_leaving(&mut self, worker: WorkerId) -> bool {
+        if !self.checkpoints.enabled() {
+            eprintln!(
+                "sleet driver: worker {worker} asks to leave; checkpoints are off, so it leaves when the job ends"
+            );
+        }
+        self.leaving.push(worker);
+        self.checkpoints.enabled()
     }
 
     /// A batch is done: its output counts, it may commit output and complete a checkpoint.
@@ -168,6 +187,9 @@ impl JobLink<'_> {
                 }
                 DriverEvent::FromWorker { worker, message: WorkerToDriver::JobEnded { job }, .. } => {
                     return JobEvent::Ended { worker, job }
+                }
+                DriverEvent::FromWorker { message: WorkerToDriver::Leaving { worker }, .. } => {
+                    return JobEvent::Leaving { worker }
                 }
                 DriverEvent::FromWorker { .. } => {}
                 DriverEvent::Submit { replies, .. } => {
@@ -239,7 +261,7 @@ impl JobLink<'_> {
                         reason: failure.reason,
                     }
                 }
-                JobEvent::Status(..) | JobEvent::Ended { .. } | JobEvent::Joined { .. } => {}
+                JobEvent::Status(..) | JobEvent::Ended { .. } | JobEvent::Joined { .. } | JobEvent::Leaving { .. } => {}
             }
         }
     }

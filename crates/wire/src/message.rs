@@ -203,6 +203,11 @@ pub enum WorkerToDriver {
     JobEnded {
         job: JobId,
     },
+    /// The worker was asked to stop (SIGTERM): it hands its partitions off at the next
+    /// checkpoint and exits when the driver sends `Shutdown`.
+    Leaving {
+        worker: WorkerId,
+    },
     /// Sent on the heartbeat connection only: the first one names the worker, every one
     /// says it is alive.
     Heartbeat {
@@ -410,10 +415,13 @@ pub struct JobSummary {
     pub samples: Option<sleet_clarity::RunSamples>,
 }
 
-/// Workers joined a running job: at a checkpoint, partitions moved to them.
+/// Workers joined or left a running job: at a checkpoint, partitions moved.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RebalanceRecord {
     pub joined: Vec<WorkerId>,
+    /// Workers that asked to leave (SIGTERM) and handed their partitions off.
+    #[serde(default)]
+    pub left: Vec<WorkerId>,
     /// When the driver moved the partitions (ms since the epoch, driver clock).
     pub at_ms: i64,
     /// The checkpoint the moved partitions' state came from: the boundary of the change.

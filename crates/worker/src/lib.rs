@@ -16,6 +16,7 @@ pub mod error;
 pub mod heartbeat;
 pub mod job;
 pub mod launcher;
+pub mod leave;
 pub mod local_scheduler;
 pub mod pool;
 pub mod runtime;

@@ -113,6 +113,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     let (mut reader, writer) = connection.into_split();
     let (outgoing, outgoing_rx) = mpsc::channel::<Outgoing>(OUTBOX_LEN_MAX);
     let writer_task = tokio::spawn(write_to_driver(writer, outgoing_rx));
+    crate::leave::on_terminate(worker, outgoing.clone())?;
 
     let (events, events_rx) = mpsc::channel::<SchedulerEvent>(SCHEDULER_QUEUE_LEN_MAX);
     let shell = SchedulerShell::new(Arc::clone(&ctx), events.clone(), outgoing.clone());

@@ -340,7 +340,9 @@ mod tests {
                         status.reports.iter().map(|r| r.task.batch).collect::<Vec<_>>()
                     ),
                     WorkerToDriver::JobEnded { .. } => "ended".into(),
-                    WorkerToDriver::Register { .. } | WorkerToDriver::Heartbeat { .. } => "other".into(),
+                    WorkerToDriver::Register { .. }
+                    | WorkerToDriver::Heartbeat { .. }
+                    | WorkerToDriver::Leaving { .. } => "other".into(),
                 });
             }
         });
