@@ -19,13 +19,12 @@ use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::JobSummary;
 
 use crate::batch_figures::sustained;
-use crate::bench_ysb::{clear_run_outputs, status_line, write_output};
-use crate::client::run_job;
+use crate::bench_ysb::{clear_run_outputs, write_output};
+use crate::client::run_job_with_status;
 use crate::cluster::LocalCluster;
 use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
 use crate::plot::{render_svg_with_markers, LinePlot, Marker, Scale, Series};
-use crate::run_dir::RunDir;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
 use crate::ysb_report::{evaluate, RunPlan};
 
@@ -58,18 +57,8 @@ pub struct BenchRecoveryArgs {
     /// Runs, one fresh cluster each, one after the other; the medians are over them.
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
-    /// Write the result object here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Keep each run's sink files, dead letters, checkpoints and logs here, under run-1/,
-    /// run-2/, … (default: a temporary directory, removed after a successful benchmark and
-    /// kept after a failed one). A directory that holds files sleet did not write is refused
-    /// unless --force.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Write into an --out directory that holds other files.
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: crate::run_dir::BenchOutputArgs,
     /// Write an SVG plot of the first run here: latency per batch against time from the
     /// failure, with the failure, its detection and the recovery marked.
     #[arg(long)]
@@ -118,7 +107,7 @@ const VICTIM_INDEX: usize = 1;
 /// Runs the benchmark; `Ok(false)` means some run's results did not match the ground truth.
 pub async fn run(args: BenchRecoveryArgs) -> Result<bool> {
     check_args(&args)?;
-    let run_dir = RunDir::prepare(args.out.as_deref(), args.force, "bench-recovery")?;
+    let run_dir = args.output.prepare("bench-recovery")?;
     let outcome = run_all(&args, &run_dir.path).await;
     let interrupted = outcome.as_ref().is_err_and(|error| error.is::<Interrupted>());
     run_dir.finish(interrupted || matches!(outcome, Ok(true)));
@@ -159,7 +148,7 @@ async fn run_all(args: &BenchRecoveryArgs, run_dir: &Path) -> Result<bool> {
     if let Some(path) = &args.plot {
         write_output(path, &(render_svg_with_markers(&plot_of(&runs[0]), &markers_of(&runs[0])) + "\n"))?;
     }
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.output.json {
         let report = json!({
             "benchmark": "recovery",
             "engine": "sleet",
@@ -304,18 +293,7 @@ async fn run_once(args: &BenchRecoveryArgs, index: u32, dir: &Path) -> Result<Ru
     let victim_pid = cluster.worker_pids()[VICTIM_INDEX];
     let signal_at_ms = start_ms + args.kill_at.as_millis() as i64;
     let signaller = tokio::spawn(signal_at(victim_pid, args.signal, signal_at_ms));
-    let started = std::time::Instant::now();
-    let summary = run_job(
-        &cluster.driver_address,
-        job,
-        |progress| {
-            if progress.batches_done > 0 {
-                eprintln!("{}", status_line(started.elapsed(), progress));
-            }
-        },
-        crate::interrupt::wait(),
-    )
-    .await;
+    let summary = run_job_with_status(&cluster.driver_address, job).await;
     // The victim's PID stays ours until the cluster reaps it in `shutdown`, so the signal can
     // never reach a process that reused it; stopping the signaller first keeps it that way.
     signaller.abort();

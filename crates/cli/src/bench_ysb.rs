@@ -17,7 +17,6 @@ use crate::client::run_job;
 use crate::cluster::LocalCluster;
 use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
-use crate::run_dir::RunDir;
 use crate::ysb_input::InputKind;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags, YsbOptions};
 use crate::ysb_report::{evaluate, RunPlan, RunReport};
@@ -49,18 +48,8 @@ pub struct BenchYsbArgs {
     /// Share of generated records that are malformed, mistyped or oversized.
     #[arg(long, default_value_t = 0.0)]
     pub bad_fraction: f64,
-    /// Write the result object here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Keep the run's sink files, dead letters and logs here (default: a temporary directory,
-    /// removed after a successful run and kept after a failed one). A directory that holds
-    /// files sleet did not write is refused unless --force.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Write into an --out directory that holds other files (its results/, dead-letters/ and
-    /// logs/ are replaced).
-    #[arg(long)]
-    pub force: bool,
+    #[command(flatten)]
+    pub output: crate::run_dir::BenchOutputArgs,
     /// Start of batch 0 in ms since the epoch (default: a moment after submission). A start
     /// in the past first replays the backlog as fast as the cluster can.
     #[arg(long)]
@@ -132,7 +121,7 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
         args.input.campaigns.is_none(),
         "bench ysb writes and reads its own campaigns table; --campaigns is for `job ysb`"
     );
-    let run_dir = RunDir::prepare(args.out.as_deref(), args.force, "bench-ysb")?;
+    let run_dir = args.output.prepare("bench-ysb")?;
     let outcome = run_and_report(&args, &run_dir.path).await;
     let interrupted = outcome.as_ref().is_err_and(|error| error.is::<Interrupted>());
     run_dir.finish(interrupted || matches!(outcome, Ok(Verdict::Passed)));
@@ -154,7 +143,7 @@ async fn run_and_report(args: &BenchYsbArgs, run_dir: &Path) -> Result<Verdict> 
         let verdict = if outcome.report.correct == Some(true) { Verdict::Passed } else { Verdict::Mismatch };
         (outcome.report.json, verdict)
     };
-    if let Some(path) = &args.json {
+    if let Some(path) = &args.output.json {
         write_output(path, &(serde_json::to_string_pretty(&report)? + "\n"))?;
     }
     Ok(verdict)

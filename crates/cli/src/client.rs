@@ -8,6 +8,18 @@ use sleet_wire::{ClientRequest, Connection, DriverToClient, JobProgress, JobSumm
 
 use crate::interrupt::Interrupted;
 
+/// Runs `job` until it ends or Ctrl-C, printing a status line for each progress report
+/// once batches complete: what the benchmarks show while they run.
+pub async fn run_job_with_status(driver_address: &str, job: JobFile) -> Result<JobSummary> {
+    let started = std::time::Instant::now();
+    let on_progress = |progress: &JobProgress| {
+        if progress.batches_done > 0 {
+            eprintln!("{}", crate::bench_ysb::status_line(started.elapsed(), progress));
+        }
+    };
+    run_job(driver_address, job, on_progress, crate::interrupt::wait()).await
+}
+
 /// Submits `job` and waits for its end. `stop` resolving (e.g. on Ctrl-C) asks the driver to
 /// stop the job, and the summary of what ran still arrives; before the driver has accepted the
 /// job (it may be waiting for workers) there is nothing to summarize, so the connection is

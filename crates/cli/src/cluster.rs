@@ -15,6 +15,9 @@ pub struct LocalCluster {
     driver: Child,
     workers: Vec<Child>,
     pub log_dir: PathBuf,
+    /// The binary the cluster runs, resolved once: a rebuild that replaces the file while
+    /// the cluster runs must not stop it from starting one more worker.
+    exe: PathBuf,
 }
 
 /// How long children get to exit after a shutdown request before they are killed.
@@ -43,20 +46,36 @@ impl LocalCluster {
                 return Err(error.context(format!("see {}", log_dir.join("driver.log").display())));
             }
         };
-        let mut cluster = LocalCluster { driver_address, driver, workers: Vec::new(), log_dir: log_dir.to_path_buf() };
+        let mut cluster =
+            LocalCluster { driver_address, driver, workers: Vec::new(), log_dir: log_dir.to_path_buf(), exe };
         for index in 1..=workers {
-            let name = format!("worker-{index}");
-            let log = log_file(log_dir, &format!("{name}.log"))?;
-            let child = child_command(&exe)
-                .args(["worker", "--driver", &cluster.driver_address, "--cores", &cores_per_worker.to_string()])
-                .args(["--name", &name])
-                .stdout(Stdio::null())
-                .stderr(log)
-                .spawn()
-                .with_context(|| format!("starting {name}"))?;
-            cluster.workers.push(child);
+            cluster.add_worker(&format!("worker-{index}"), cores_per_worker)?;
         }
         Ok(cluster)
+    }
+
+    /// Starts one more worker (it joins a running job at its next checkpoint); returns its
+    /// process id.
+    pub fn add_worker(&mut self, name: &str, cores_per_worker: u32) -> Result<u32> {
+        let log = log_file(&self.log_dir, &format!("{name}.log"))?;
+        let child = child_command(&self.exe)
+            .args(["worker", "--driver", &self.driver_address, "--cores", &cores_per_worker.to_string()])
+            .args(["--name", name])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {name}"))?;
+        let pid = child.id();
+        self.workers.push(child);
+        Ok(pid)
+    }
+
+    /// Workers still running, by process id; exited ones are reaped on the way.
+    pub fn live_worker_pids(&mut self) -> Vec<u32> {
+        self.workers
+            .iter_mut()
+            .filter_map(|worker| matches!(worker.try_wait(), Ok(None)).then(|| worker.id()))
+            .collect()
     }
 
     pub fn workers(&self) -> usize {

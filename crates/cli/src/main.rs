@@ -1,6 +1,7 @@
 //! The `sleet` binary: run a local demo, a driver, a worker, submit jobs, run benchmarks.
 
 mod batch_figures;
+mod bench_chaos;
 mod bench_kafka;
 mod bench_recovery;
 mod bench_sched;
@@ -167,6 +168,9 @@ enum BenchWorkload {
     /// ysb with one worker killed or stopped mid-run: detection, latency, recovery time and
     /// correctness (WORKLOADS §5).
     Recovery(bench_recovery::BenchRecoveryArgs),
+    /// ysb while workers are killed or frozen at random times and replaced: results must
+    /// equal the ground truth with no committed row twice.
+    Chaos(bench_chaos::BenchChaosArgs),
 }
 
 /// After Ctrl-C, how long a command gets to stop its job and print what ran before the
@@ -335,6 +339,12 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Bench { workload: BenchWorkload::Sched(args) } => {
             if !bench_sched::run(bench_sched::Shape::Sched, args).await? {
                 eprintln!("sleet: some batches did not run every task exactly once");
+                return Ok(ExitCode::from(2));
+            }
+        }
+        Command::Bench { workload: BenchWorkload::Chaos(args) } => {
+            if !bench_chaos::run(args).await? {
+                eprintln!("sleet: the results do not match the ground truth, or a committed row appears twice");
                 return Ok(ExitCode::from(2));
             }
         }

@@ -1,0 +1,339 @@
+//! `sleet bench chaos`: ysb on a local cluster while workers are killed (SIGKILL) or frozen
+//! (SIGSTOP, woken a little later, when the driver has cut them off) at seeded random
+//! times, each replaced by a fresh worker that joins the running job. At the end every
+//! (campaign, window) count must equal the ground truth and no committed row may appear
+//! twice.
+//!
+//! ```text
+//!  LocalCluster ── job ──▶ driver ── recoveries, rebalances ──▶ summary
+//!       ▲                                                        │
+//!  chaos task: at t₁…tₙ signal a live worker, start a new one     ▼
+//!                                          results/ (manifest) ─▶ ground truth + duplicates
+//! ```
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use sleet_plan::SinkSpec;
+use sleet_wire::clock::{now_ms, BatchClock};
+
+use crate::bench_ysb::{clear_run_outputs, write_output};
+use crate::client::run_job_with_status;
+use crate::cluster::LocalCluster;
+use crate::duration_arg::show;
+use crate::interrupt::Interrupted;
+use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
+use crate::ysb_report::{evaluate, RunPlan};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchChaosArgs {
+    /// Rate, batch interval, seed and scheduler.
+    #[command(flatten)]
+    pub ysb: YsbFlags,
+    /// Worker processes at the start; each one lost is replaced, so this many stay.
+    #[arg(long, default_value_t = 3)]
+    pub workers: u32,
+    /// Length of the run, in batches' time; a bare number is in seconds.
+    #[arg(long, value_parser = crate::duration_arg::seconds, default_value = "300s")]
+    pub duration: Duration,
+    /// Workers signalled over the run, at random times between the first checkpoint and
+    /// 5 s before the end.
+    #[arg(long, default_value_t = 20)]
+    pub kills: u32,
+    /// Seed of the chaos: which worker, which signal, when.
+    #[arg(long, default_value_t = 7)]
+    pub chaos_seed: u64,
+    /// How long a frozen worker stays frozen (longer than the driver's heartbeat timeout, so
+    /// it is cut off); woken, it finds itself fenced and exits.
+    #[arg(long, value_parser = crate::duration_arg::millis, default_value = "1500ms")]
+    pub stop_for: Duration,
+    #[command(flatten)]
+    pub output: crate::run_dir::BenchOutputArgs,
+}
+
+/// Batch 0 starts this long after submission, so the workers have registered.
+const START_DELAY_MS: i64 = 1_500;
+/// No signal before the first checkpoints exist, nor in the last seconds (a job must end on
+/// a cluster that had time to settle).
+const QUIET_START_MS: i64 = 3_000;
+const QUIET_END_MS: i64 = 5_000;
+
+/// One signal sent.
+#[derive(Debug, Clone, PartialEq)]
+struct Strike {
+    at_ms: i64,
+    pid: u32,
+    signal: &'static str,
+    replacement: String,
+}
+
+/// Runs the benchmark; `Ok(false)` when the results are wrong or hold duplicates.
+pub async fn run(args: BenchChaosArgs) -> Result<bool> {
+    anyhow::ensure!(args.workers >= 2, "--workers must be at least 2: a lost worker needs a survivor to recover on");
+    anyhow::ensure!(args.ysb.rate > 0, "--rate must be positive");
+    args.ysb.scheduling.check()?;
+    anyhow::ensure!(
+        args.ysb.checkpoint_interval_ms() > 0,
+        "--checkpoint-interval 0 leaves nothing to recover from: chaos needs checkpoints"
+    );
+    let span_ms = args.duration.as_millis() as i64 - QUIET_START_MS - QUIET_END_MS;
+    anyhow::ensure!(
+        span_ms > 0,
+        "--duration ({}) leaves no time for kills: at least {} s",
+        show(args.duration),
+        (QUIET_START_MS + QUIET_END_MS) / 1000 + 1
+    );
+    let run_dir = args.output.prepare("bench-chaos")?;
+    let outcome = run_chaos(&args, &run_dir.path).await;
+    let interrupted = outcome.as_ref().is_err_and(|error| error.is::<Interrupted>());
+    run_dir.finish(interrupted || matches!(outcome, Ok(true)));
+    outcome
+}
+
+async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
+    let (results_dir, dead_letter_dir) = clear_run_outputs(dir)?;
+    let sink = SinkSpec::JsonLines { dir: results_dir.display().to_string() };
+    let start_ms = BatchClock::aligned_after(now_ms() + START_DELAY_MS, args.ysb.batch_interval_ms() as i64).start_ms;
+    let options = crate::ysb_job::YsbOptions {
+        dead_letter_dir: Some(dead_letter_dir.display().to_string()),
+        start_ms: Some(start_ms),
+        ..args.ysb.options(args.workers, Some(args.duration), sink)
+    };
+    let job = ysb_job(&options)?;
+    let spec = ysb_source_spec(&options);
+    let times = strike_times(
+        args.chaos_seed,
+        args.kills,
+        start_ms + QUIET_START_MS,
+        args.duration.as_millis() as i64 - QUIET_START_MS - QUIET_END_MS,
+    );
+    eprintln!(
+        "bench chaos: ysb at {} events/s on {} workers, {} ms batches, {}, {} signals over {} (seed {})",
+        args.ysb.rate,
+        args.workers,
+        args.ysb.batch_interval_ms(),
+        args.ysb.scheduling.describe(),
+        args.kills,
+        show(args.duration),
+        args.chaos_seed
+    );
+    let cluster = LocalCluster::start(args.workers, 1, &dir.join("logs"))?;
+    let address = cluster.driver_address.clone();
+    let chaos = tokio::spawn(strike(cluster, times, args.chaos_seed, args.stop_for));
+    let summary = run_job_with_status(&address, job).await;
+    if summary.is_err() {
+        // Dropping the cluster inside the aborted task stops its processes.
+        chaos.abort();
+        let _ = chaos.await;
+        crate::interrupt::check()?;
+        return summary.map(|_| false);
+    }
+    let (cluster, strikes, chaos_error) = chaos.await.context("the chaos task panicked")?;
+    cluster.shutdown().await;
+    crate::interrupt::check()?;
+    let summary = summary?;
+    if let Some(error) = chaos_error {
+        return Err(error.context("the chaos stopped before its last signal"));
+    }
+
+    let plan = RunPlan {
+        spec: &spec,
+        config: json!({
+            "workers": args.workers,
+            "batch_interval_ms": args.ysb.batch_interval_ms(),
+            "scheduler": args.ysb.scheduling.scheduler.to_string(),
+            "rate": args.ysb.rate,
+            "kills": args.kills,
+            "chaos_seed": args.chaos_seed,
+            "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
+        }),
+        rate: args.ysb.rate,
+        batch_interval_ms: args.ysb.batch_interval_ms(),
+        duration_ms: args.duration.as_millis() as u64,
+        warmup_ms: 0,
+        stopped_early: false,
+        input: None,
+        sink_rows: None,
+    };
+    let report = evaluate(&plan, &summary, &results_dir)?;
+    let rows = sleet_connectors::sink::read_ysb_sink(&results_dir).context("reading the committed results")?;
+    let duplicates = duplicate_rows(&rows);
+    let correct = report.correct == Some(true) && duplicates == 0;
+    eprintln!(
+        "bench chaos: {} signals, {} recoveries, {} workers joined, {} batches re-run; correct {}, {} committed rows twice",
+        strikes.len(),
+        summary.recoveries.len(),
+        summary.rebalances.iter().map(|rebalance| rebalance.joined.len()).sum::<usize>(),
+        summary.batches_rerun,
+        report.correct == Some(true),
+        duplicates
+    );
+    if let Some(path) = &args.output.json {
+        let result = json!({
+            "benchmark": "chaos",
+            "engine": "sleet",
+            "version": env!("CARGO_PKG_VERSION"),
+            "config": plan.config,
+            "duration_s": args.duration.as_secs_f64(),
+            "correct": correct,
+            "ground_truth_matches": report.correct,
+            "mismatches": report.json["mismatches"],
+            "duplicate_committed_rows": duplicates,
+            "signals": strikes.iter().map(|strike| json!({
+                "at_s": (strike.at_ms - start_ms) as f64 / 1000.0,
+                "pid": strike.pid,
+                "signal": strike.signal,
+                "replacement": strike.replacement,
+            })).collect::<Vec<_>>(),
+            "recoveries": summary.recoveries,
+            "rebalances": summary.rebalances,
+            "batches_rerun": summary.batches_rerun,
+            "batches": summary.batches_total,
+        });
+        write_output(path, &(serde_json::to_string_pretty(&result)? + "\n"))?;
+    }
+    Ok(correct)
+}
+
+/// Committed rows that appear more than once: a (campaign, window) row is written once per
+/// batch that updates it, so a second row of the same batch is a replay that leaked.
+fn duplicate_rows(rows: &[sleet_connectors::sink::SinkRow]) -> usize {
+    let mut seen = BTreeSet::new();
+    rows.iter().filter(|row| !seen.insert((row.campaign_id.as_str(), row.window_start, row.batch))).count()
+}
+
+/// `count` times spread over `[from_ms, from_ms + span_ms)`: one per equal slot, at a
+/// seeded random place inside it, so signals neither bunch up nor fall on a fixed rhythm.
+fn strike_times(seed: u64, count: u32, from_ms: i64, span_ms: i64) -> Vec<i64> {
+    let mut random = SplitMix(seed);
+    let slot_ms = span_ms / i64::from(count.max(1));
+    (0..i64::from(count))
+        .map(|slot| from_ms + slot * slot_ms + (random.next() % slot_ms.max(1) as u64) as i64)
+        .collect()
+}
+
+/// The signaller: at each time, signals a live worker that is not frozen (KILL or STOP,
+/// half and half), wakes frozen ones after `stop_for`, and starts a replacement for each.
+/// It always hands the cluster back, with the error that stopped it if one did: dropping
+/// the cluster here would kill the driver under the running job.
+async fn strike(
+    mut cluster: LocalCluster,
+    times: Vec<i64>,
+    seed: u64,
+    stop_for: Duration,
+) -> (LocalCluster, Vec<Strike>, Option<anyhow::Error>) {
+    let mut strikes = Vec::new();
+    let error = strike_all(&mut cluster, times, seed, stop_for, &mut strikes).await.err();
+    (cluster, strikes, error)
+}
+
+async fn strike_all(
+    cluster: &mut LocalCluster,
+    times: Vec<i64>,
+    seed: u64,
+    stop_for: Duration,
+    strikes: &mut Vec<Strike>,
+) -> Result<()> {
+    let mut random = SplitMix(seed ^ 0x5eed);
+    let mut frozen: Vec<(u32, i64)> = Vec::new();
+    let mut next_name = cluster.workers() as u32 + 1;
+    for at_ms in times {
+        while let Some(wake) = frozen.iter().map(|(_, until)| *until).filter(|until| *until <= at_ms).min() {
+            sleep_until(wake).await;
+            wake_frozen(&mut frozen, now_ms());
+        }
+        sleep_until(at_ms).await;
+        wake_frozen(&mut frozen, now_ms());
+        let candidates: Vec<u32> = cluster
+            .live_worker_pids()
+            .into_iter()
+            .filter(|pid| !frozen.iter().any(|(frozen_pid, _)| frozen_pid == pid))
+            .collect();
+        if candidates.len() < 2 {
+            eprintln!("  chaos: fewer than 2 workers running; this signal is skipped");
+            continue;
+        }
+        let pid = candidates[(random.next() % candidates.len() as u64) as usize];
+        let (signal, name) =
+            if random.next().is_multiple_of(2) { (libc::SIGKILL, "KILL") } else { (libc::SIGSTOP, "STOP") };
+        send(pid, signal)?;
+        if signal == libc::SIGSTOP {
+            frozen.push((pid, now_ms() + stop_for.as_millis() as i64));
+        }
+        let replacement = format!("worker-{next_name}");
+        next_name += 1;
+        cluster.add_worker(&replacement, 1)?;
+        eprintln!("  chaos: SIG{name} to worker process {pid}; {replacement} starts");
+        strikes.push(Strike { at_ms: now_ms(), pid, signal: name, replacement });
+    }
+    for (pid, until) in std::mem::take(&mut frozen) {
+        sleep_until(until).await;
+        send(pid, libc::SIGCONT)?;
+    }
+    Ok(())
+}
+
+fn wake_frozen(frozen: &mut Vec<(u32, i64)>, now_ms: i64) {
+    frozen.retain(|(pid, until)| {
+        if *until > now_ms {
+            return true;
+        }
+        let _ = send(*pid, libc::SIGCONT);
+        false
+    });
+}
+
+fn send(pid: u32, signal: i32) -> Result<()> {
+    let pid = libc::pid_t::try_from(pid).context("a worker's process id does not fit a pid_t")?;
+    // SAFETY: kill(2) takes plain integers; the pid is a child the cluster still owns (not
+    // yet reaped), so it cannot name a process that reused it.
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(std::io::Error::last_os_error()).with_context(|| format!("signal {signal} to process {pid}"));
+    }
+    Ok(())
+}
+
+async fn sleep_until(at_ms: i64) {
+    let wait_ms = (at_ms - now_ms()).max(0) as u64;
+    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+}
+
+/// A tiny seeded generator (SplitMix64): the chaos of a seed is the same on every run.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strike_times_fall_one_per_slot_and_repeat_for_a_seed() {
+        let times = strike_times(3, 4, 1_000, 8_000);
+        assert_eq!(times.len(), 4);
+        for (slot, at) in times.iter().enumerate() {
+            let from = 1_000 + slot as i64 * 2_000;
+            assert!((from..from + 2_000).contains(at), "{times:?}");
+        }
+        assert_eq!(times, strike_times(3, 4, 1_000, 8_000));
+        assert_ne!(times, strike_times(4, 4, 1_000, 8_000));
+    }
+
+    #[test]
+    fn a_row_of_the_same_batch_twice_is_a_duplicate() {
+        let row = |batch| sleet_connectors::sink::SinkRow { window_start: 0, campaign_id: "c".into(), count: 1, batch };
+        assert_eq!(duplicate_rows(&[row(1), row(2)]), 0);
+        assert_eq!(duplicate_rows(&[row(1), row(2), row(1)]), 1);
+    }
+}
