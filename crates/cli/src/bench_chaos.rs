@@ -22,7 +22,7 @@ use sleet_wire::clock::{now_ms, BatchClock};
 
 use crate::bench_ysb::{clear_run_outputs, write_output};
 use crate::client::run_job_with_status;
-use crate::cluster::LocalCluster;
+use crate::cluster::{signal_worker, sleep_until_ms, LocalCluster};
 use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
@@ -242,10 +242,10 @@ async fn strike_all(
     let mut next_name = cluster.workers() as u32 + 1;
     for at_ms in times {
         while let Some(wake) = frozen.iter().map(|(_, until)| *until).filter(|until| *until <= at_ms).min() {
-            sleep_until(wake).await;
+            sleep_until_ms(wake).await;
             wake_frozen(&mut frozen, now_ms());
         }
-        sleep_until(at_ms).await;
+        sleep_until_ms(at_ms).await;
         wake_frozen(&mut frozen, now_ms());
         let candidates: Vec<u32> = cluster
             .live_worker_pids()
@@ -259,7 +259,7 @@ async fn strike_all(
         let pid = candidates[(random.next() % candidates.len() as u64) as usize];
         let (signal, name) =
             if random.next().is_multiple_of(2) { (libc::SIGKILL, "KILL") } else { (libc::SIGSTOP, "STOP") };
-        send(pid, signal)?;
+        signal_worker(pid, signal)?;
         if signal == libc::SIGSTOP {
             frozen.push((pid, now_ms() + stop_for.as_millis() as i64));
         }
@@ -270,8 +270,8 @@ async fn strike_all(
         strikes.push(Strike { at_ms: now_ms(), pid, signal: name, replacement });
     }
     for (pid, until) in std::mem::take(&mut frozen) {
-        sleep_until(until).await;
-        send(pid, libc::SIGCONT)?;
+        sleep_until_ms(until).await;
+        signal_worker(pid, libc::SIGCONT)?;
     }
     Ok(())
 }
@@ -281,24 +281,9 @@ fn wake_frozen(frozen: &mut Vec<(u32, i64)>, now_ms: i64) {
         if *until > now_ms {
             return true;
         }
-        let _ = send(*pid, libc::SIGCONT);
+        let _ = signal_worker(*pid, libc::SIGCONT);
         false
     });
-}
-
-fn send(pid: u32, signal: i32) -> Result<()> {
-    let pid = libc::pid_t::try_from(pid).context("a worker's process id does not fit a pid_t")?;
-    // SAFETY: kill(2) takes plain integers; the pid is a child the cluster still owns (not
-    // yet reaped), so it cannot name a process that reused it.
-    if unsafe { libc::kill(pid, signal) } != 0 {
-        return Err(std::io::Error::last_os_error()).with_context(|| format!("signal {signal} to process {pid}"));
-    }
-    Ok(())
-}
-
-async fn sleep_until(at_ms: i64) {
-    let wait_ms = (at_ms - now_ms()).max(0) as u64;
-    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
 }
 
 /// A tiny seeded generator (SplitMix64): the chaos of a seed is the same on every run.

@@ -347,16 +347,10 @@ async fn run_once(args: &BenchRecoveryArgs, index: u32, dir: &Path) -> Result<Ru
 
 /// Sends `signal` to `pid` at `at_ms` (ms since the epoch) and returns when it did.
 async fn signal_at(pid: u32, signal: FailureSignal, at_ms: i64) -> Result<i64> {
-    let wait_ms = (at_ms - now_ms()).max(0) as u64;
-    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
-    let pid = libc::pid_t::try_from(pid).context("a worker's process id does not fit a pid_t")?;
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    let outcome = unsafe { libc::kill(pid, signal.number()) };
+    crate::cluster::sleep_until_ms(at_ms).await;
+    crate::cluster::signal_worker(pid, signal.number())
+        .with_context(|| format!("sending SIG{} to a worker", signal.name()))?;
     let signalled_at_ms = now_ms();
-    if outcome != 0 {
-        return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("sending SIG{} to worker process {pid}", signal.name()));
-    }
     eprintln!("  sent SIG{} to worker process {pid}", signal.name());
     Ok(signalled_at_ms)
 }

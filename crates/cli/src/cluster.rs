@@ -126,6 +126,24 @@ impl Drop for LocalCluster {
     }
 }
 
+/// Sends `signal` to the worker process `pid`, which must be a child this process has not
+/// reaped yet, so that the pid cannot name a process that reused it.
+pub fn signal_worker(pid: u32, signal: i32) -> Result<()> {
+    let pid = libc::pid_t::try_from(pid).context("a worker's process id does not fit a pid_t")?;
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    if unsafe { libc::kill(pid, signal) } != 0 {
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("sending signal {signal} to worker process {pid}"));
+    }
+    Ok(())
+}
+
+/// Sleeps until `at_ms` (ms since the epoch) on the wall clock.
+pub async fn sleep_until_ms(at_ms: i64) {
+    let wait_ms = (at_ms - sleet_wire::clock::now_ms()).max(0) as u64;
+    tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+}
+
 pub fn child_command(exe: &Path) -> Command {
     let mut command = Command::new(exe);
     // Own process group: a Ctrl-C in the terminal reaches only this process, which then stops
