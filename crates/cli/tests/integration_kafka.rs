@@ -429,3 +429,189 @@ fn a_broker_stopped_for_ten_seconds_mid_run_loses_and_doubles_nothing() {
     assert_eq!(json["correct"], true, "{json:#}");
     assert_eq!(json["events_in"], json["kafka"]["events_written"]);
 }
+
+/// Kafka in and Kafka out while workers die: one killed, one frozen until the driver has cut
+/// it off. A `read_committed` read of the output topic must equal a naive count of the input
+/// records, with no (campaign, window, batch) row twice: batches the new owners re-run were
+/// either committed by the dead worker (its commit marker says so, nothing is written again)
+/// or aborted with its open transaction.
+#[test]
+fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
+    let dir = test_dir("kafka-recovery");
+    let input = fresh_topic("recovery-in");
+    let output = fresh_topic("recovery-out");
+    const PARTITIONS: u32 = 4;
+    produce_events(&input, PARTITIONS, 0);
+    produce_events(&output, PARTITIONS, 0);
+    let campaigns = write_campaigns(&dir);
+    let ads = ads();
+    let base_ms = 1_700_000_000_000_i64;
+    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    let mut producer = sleet_kafka::producer::Producer::new(brokers(), &input).expect("a producer");
+    for partition in 0..PARTITIONS {
+        let mut batch = sleet_kafka::producer::Producer::new_batch();
+        for index in 0..40_000u32 {
+            let ad = &ads[((index * 7 + partition) as usize) % ads.len()];
+            let event_type = ["view", "click", "purchase", "view"][(index % 4) as usize];
+            // Six windows, in order within a partition.
+            let time = base_ms + index as i64 * 60_000 / 40_000;
+            let value = format!(
+                r#"{{"ad_id":"{ad}","event_type":"{event_type}","event_time":{time},"user_id":"u{index}","page_id":"p","ad_type":"banner","ip_address":"1.2.3.4"}}"#
+            );
+            batch.push(time, None, value.as_bytes());
+            if batch.bytes() > 512 << 10 {
+                producer.send(partition, &mut batch).expect("writing the records");
+            }
+            if event_type == "view" {
+                *expected.entry((campaign_of(ad), time - time.rem_euclid(10_000))).or_default() += 1;
+            }
+        }
+        producer.send(partition, &mut batch).expect("writing the records");
+    }
+
+    // 500 records per partition per 100 ms batch: the 160 000 records take 8 s to read, long
+    // enough for both failures to strike in the middle.
+    let campaigns_arg = campaigns.display().to_string();
+    let args = [
+        "--source",
+        "kafka",
+        "--brokers",
+        brokers(),
+        "--topic",
+        &input,
+        "--start",
+        "earliest",
+        "--max-records-per-batch",
+        "500",
+        "--campaigns",
+        &campaigns_arg,
+        "--duration",
+        "14s",
+        "--batch-interval",
+        "100ms",
+        "--partitions",
+        "4",
+        "--sink-topic",
+        &output,
+    ];
+    let job = job_file(&dir, "recovery", &args);
+    let mut plan: serde_json::Value = read_json(&job);
+    let start_ms = (sleet_wire::clock::now_ms() + 3_000) / 100 * 100;
+    plan["settings"]["start_ms"] = start_ms.into();
+    std::fs::write(&job, plan.to_string()).expect("job file");
+
+    let log = std::fs::File::create(dir.join("driver.log")).expect("driver log");
+    let checkpoints = dir.join("checkpoints").display().to_string();
+    let extra = ["--expect-workers", "3", "--checkpoint-dir", checkpoints.as_str()];
+    let (driver, address) = common::start_driver_logged("127.0.0.1:0", &extra, log);
+    let mut processes = Reaper(vec![driver]);
+    for index in 1..=3 {
+        let log = std::fs::File::create(dir.join(format!("worker-{index}.log"))).expect("worker log");
+        let worker = sleet()
+            .args(["worker", "--driver", &address, "--name", &format!("worker-{index}")])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting a worker");
+        processes.0.push(worker);
+    }
+    let mut submit = sleet()
+        .arg("submit")
+        .arg(&job)
+        .args(["--driver", &address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("submit");
+    let signal = |child: &Child, signal: i32| {
+        // SAFETY: kill(2) on a child this test started and still owns (not yet reaped).
+        let sent = unsafe { libc::kill(child.id() as i32, signal) };
+        assert_eq!(sent, 0, "signal {signal} to pid {}", child.id());
+    };
+    let sleep_until = |at_ms: i64| {
+        let wait = at_ms - sleet_wire::clock::now_ms();
+        if wait > 0 {
+            std::thread::sleep(Duration::from_millis(wait as u64));
+        }
+    };
+    sleep_until(start_ms + 3_000);
+    signal(&processes.0[1], libc::SIGKILL);
+    sleep_until(start_ms + 6_500);
+    signal(&processes.0[2], libc::SIGSTOP);
+    sleep_until(start_ms + 8_000);
+    signal(&processes.0[2], libc::SIGCONT);
+
+    let status = wait_with_limit(&mut submit, Duration::from_secs(120));
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut submit.stdout.take().expect("piped"), &mut stdout).expect("stdout");
+    std::io::Read::read_to_string(&mut submit.stderr.take().expect("piped"), &mut stderr).expect("stderr");
+    assert!(status.success(), "the job failed:\n{stdout}\n{stderr}");
+    assert!(stdout.matches("recovered").count() >= 2, "two recoveries: {stdout}");
+
+    let rows = sleet_connectors::sink::read_ysb_topic(brokers(), &output).expect("read_committed read of the output");
+    let mut seen = std::collections::BTreeSet::new();
+    let twice: Vec<_> = rows
+        .iter()
+        .filter(|row| !seen.insert((row.campaign_id.clone(), row.window_start, row.batch)))
+        .take(5)
+        .collect();
+    assert!(twice.is_empty(), "committed rows appear twice: {twice:?}");
+    let finals = sleet_connectors::sink::final_counts(&rows);
+    let actual: BTreeMap<(String, i64), u64> =
+        finals.into_iter().map(|(key, (count, _))| (key, count as u64)).collect();
+    assert_eq!(actual, expected);
+    // The markers the sink partitions committed with their rows are there to read back.
+    let markers = sleet_connectors::sink::marker_topic(&output);
+    let marker_partitions =
+        sleet_kafka::cluster::Cluster::new(brokers()).topic(&markers).expect("the marker topic").partitions();
+    assert!(marker_partitions >= 1);
+}
+
+/// The transactional producer the Kafka sink writes with, against the real broker: an
+/// aborted transaction is invisible to `read_committed`, and a new producer under the same
+/// transactional id aborts what the old one left open and fences it.
+#[test]
+fn a_transaction_is_read_whole_or_not_at_all_and_a_new_producer_fences_the_old_one() {
+    use sleet_kafka::fetch::{FetchSettings, PartitionReader};
+    use sleet_kafka::offsets::OffsetQuery;
+    use sleet_kafka::transaction::TransactionalProducer;
+
+    let topic = fresh_topic("transactions");
+    produce_events(&topic, 1, 0);
+    let id = format!("{topic}-writer");
+    let timeout = Duration::from_secs(60);
+    let write = |producer: &mut TransactionalProducer, value: &str| {
+        let mut batch = sleet_kafka::producer::Producer::new_batch();
+        batch.push(0, None, value.as_bytes());
+        producer.send(&topic, 0, &mut batch)
+    };
+    let mut first = TransactionalProducer::new(brokers(), &id, timeout).expect("a transactional producer");
+    write(&mut first, "committed").expect("send");
+    first.commit().expect("commit");
+    write(&mut first, "aborted").expect("send");
+    first.abort().expect("abort");
+    write(&mut first, "left open").expect("send");
+
+    let mut second = TransactionalProducer::new(brokers(), &id, timeout).expect("the producer that takes over");
+    let late = write(&mut first, "from the fenced one").and_then(|_| first.commit());
+    assert!(late.is_err(), "the old producer is fenced");
+    write(&mut second, "after the takeover").expect("send");
+    second.commit().expect("commit");
+
+    let mut reader = PartitionReader::new(brokers(), &topic, 0, FetchSettings::default());
+    let end = reader.offset(OffsetQuery::Latest).expect("last stable offset");
+    let mut position = reader.offset(OffsetQuery::Earliest).expect("earliest");
+    let mut values = Vec::new();
+    for _ in 0..100 {
+        if position >= end {
+            break;
+        }
+        position = reader
+            .fetch(position, end, &mut |record| {
+                values.push(String::from_utf8_lossy(record.value.unwrap_or_default()).into_owned())
+            })
+            .expect("fetch");
+    }
+    assert_eq!(values, ["committed", "after the takeover"]);
+}

@@ -121,6 +121,27 @@ impl Cluster {
         Err(KafkaError::NoBroker { brokers: self.brokers(), reason: reasons.join("; ") })
     }
 
+    /// Remembers where broker `id` listens (a coordinator lookup names it).
+    pub fn learn_broker(&mut self, id: i32, address: String) {
+        if self.addresses.get(&id) != Some(&address) {
+            self.connections.remove(&id);
+            self.addresses.insert(id, address);
+        }
+    }
+
+    /// Sends `request` to broker `id`; a call that fails on the wire drops the connection.
+    pub fn call_broker<R: kafka_protocol::protocol::Request>(
+        &mut self,
+        id: i32,
+        request: &R,
+    ) -> Result<R::Response, KafkaError> {
+        let result = self.broker(id).and_then(|connection| connection.call(request));
+        if result.is_err() {
+            self.connections.remove(&id);
+        }
+        result
+    }
+
     /// A connection to broker `id`, opened on first use.
     fn broker(&mut self, id: i32) -> Result<&mut Connection, KafkaError> {
         if !self.connections.contains_key(&id) {

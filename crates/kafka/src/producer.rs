@@ -2,24 +2,17 @@
 //! in-sync replica, and retries that the broker de-duplicates, so a retried send never
 //! writes a record twice.
 //!
-//! Transactions (next: exactly-once sinks) add a `transactional_id` to `InitProducerId`,
-//! AddPartitionsToTxn before a partition's first send, and EndTxn; the sequence bookkeeping
-//! here stays as it is.
-
-use std::time::Duration;
+//! `transaction.rs` builds the transactional producer on the same request and retry code.
 
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest, ProducerId, TopicName};
+use kafka_protocol::messages::{InitProducerIdRequest, ProduceRequest, ProducerId, TopicName, TransactionalId};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
 
 use crate::batch_builder::{BatchBuilder, Codec, ProducerStamp};
 use crate::cluster::Cluster;
 use crate::error::KafkaError;
-
-/// With the backoff, about a minute: long enough to ride out a broker restart.
-const SEND_ATTEMPTS: u32 = 240;
-const RETRY_BACKOFF: Duration = Duration::from_millis(250);
+use crate::retry::retry_transient;
 
 pub struct Producer {
     cluster: Cluster,
@@ -83,30 +76,42 @@ impl Producer {
     }
 
     fn send_once(&mut self, partition: u32, records: bytes::Bytes) -> Result<i64, KafkaError> {
-        let request = ProduceRequest::default()
-            .with_transactional_id(None)
-            .with_acks(-1)
-            .with_timeout_ms(30_000)
-            .with_topic_data(vec![TopicProduceData::default()
-                .with_name(TopicName(StrBytes::from_string(self.topic.clone())))
-                .with_partition_data(vec![PartitionProduceData::default()
-                    .with_index(partition as i32)
-                    .with_records(Some(records))])]);
-        let response = self.cluster.call_leader(&self.topic, partition, &request)?;
-        let found = response
-            .responses
-            .iter()
-            .flat_map(|topic| topic.partition_responses.iter())
-            .find(|found| found.index == partition as i32)
-            .ok_or_else(|| KafkaError::Protocol {
-                broker: self.cluster.brokers(),
-                reason: format!("no produce response for {}/{partition}", self.topic),
-            })?;
-        // A retry of a batch the broker already has: written once, as it should be.
-        let tolerated = [ResponseError::DuplicateSequenceNumber];
-        KafkaError::check("Produce", || format!("{}/{partition}", self.topic), found.error_code, &tolerated)?;
-        Ok(found.base_offset)
+        produce(&mut self.cluster, &self.topic, partition, records, None)
     }
+}
+
+/// One produce request of `records` to `topic`/`partition`, acknowledged by every in-sync
+/// replica; returns the offset of its first record.
+pub(crate) fn produce(
+    cluster: &mut Cluster,
+    topic: &str,
+    partition: u32,
+    records: bytes::Bytes,
+    transactional_id: Option<&str>,
+) -> Result<i64, KafkaError> {
+    let request = ProduceRequest::default()
+        .with_transactional_id(transactional_id.map(|id| TransactionalId(StrBytes::from_string(id.to_string()))))
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition as i32)
+                .with_records(Some(records))])]);
+    let response = cluster.call_leader(topic, partition, &request)?;
+    let found = response
+        .responses
+        .iter()
+        .flat_map(|found| found.partition_responses.iter())
+        .find(|found| found.index == partition as i32)
+        .ok_or_else(|| KafkaError::Protocol {
+            broker: cluster.brokers(),
+            reason: format!("no produce response for {topic}/{partition}"),
+        })?;
+    // A retry of a batch the broker already has: written once, as it should be.
+    let tolerated = [ResponseError::DuplicateSequenceNumber];
+    KafkaError::check("Produce", || format!("{topic}/{partition}"), found.error_code, &tolerated)?;
+    Ok(found.base_offset)
 }
 
 /// A producer id for an idempotent producer. A fresh broker answers "coordinator loading"
@@ -122,19 +127,4 @@ fn init_producer_id(cluster: &mut Cluster, topic: &str) -> Result<(i64, i16), Ka
         KafkaError::check("InitProducerId", || format!("topic `{topic}`"), response.error_code, &[])?;
         Ok((response.producer_id.0, response.producer_epoch))
     })
-}
-
-/// Runs `attempt` until it succeeds, fails for good, or has failed transiently
-/// `SEND_ATTEMPTS` times, `RETRY_BACKOFF` apart.
-fn retry_transient<T>(mut attempt: impl FnMut() -> Result<T, KafkaError>) -> Result<T, KafkaError> {
-    let mut failures = 0;
-    loop {
-        match attempt() {
-            Err(error) if error.is_transient() && failures + 1 < SEND_ATTEMPTS => {
-                failures += 1;
-                std::thread::sleep(RETRY_BACKOFF);
-            }
-            outcome => return outcome,
-        }
-    }
 }

@@ -4,8 +4,8 @@
 //! and all are served by Kafka 3.x and 4.x (4.0 removed the oldest versions).
 
 use kafka_protocol::messages::{
-    ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, InitProducerIdRequest,
-    ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    AddPartitionsToTxnRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest, EndTxnRequest,
+    FetchRequest, FindCoordinatorRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
 };
 use kafka_protocol::protocol::Request;
 use rustc_hash::FxHashMap as HashMap;
@@ -13,6 +13,9 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::error::KafkaError;
 
 /// Fetch 12 and Produce 9 are the last versions that name topics (13 uses topic ids).
+/// AddPartitionsToTxn 3 and EndTxn 3 are the client versions of the classic transaction
+/// protocol (4 is for brokers; EndTxn 5 switches a producer to the epoch-per-transaction
+/// protocol, which this client does not speak).
 pub fn version_of(key: i16) -> Option<(&'static str, i16)> {
     Some(match key {
         key if key == ProduceRequest::KEY => ("Produce", 9),
@@ -21,6 +24,9 @@ pub fn version_of(key: i16) -> Option<(&'static str, i16)> {
         key if key == MetadataRequest::KEY => ("Metadata", 12),
         key if key == InitProducerIdRequest::KEY => ("InitProducerId", 4),
         key if key == CreateTopicsRequest::KEY => ("CreateTopics", 7),
+        key if key == FindCoordinatorRequest::KEY => ("FindCoordinator", 4),
+        key if key == AddPartitionsToTxnRequest::KEY => ("AddPartitionsToTxn", 3),
+        key if key == EndTxnRequest::KEY => ("EndTxn", 3),
         key if key == DeleteTopicsRequest::KEY => ("DeleteTopics", 5),
         _ => return None,
     })

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use arrow_array::RecordBatch;
 use sleet_connectors::checkpoint_store::{CheckpointStore, DirectoryStore};
 use sleet_connectors::dead_letter::DeadLetterWriter;
-use sleet_connectors::sink::{open_sink, Sink};
+use sleet_connectors::sink::{open_sink, Sink, SinkContext};
 use sleet_connectors::source::{open_source, Source};
 use sleet_exec::pipeline::StagePipeline;
 use sleet_plan::{PhysicalOp, SinkSpec, SourceSpec, StageId, StageInput, StagePlan, TableSpec};
@@ -135,7 +135,13 @@ impl JobRuntime {
         if let Some(sink) = sinks.get(&(stage, partition)) {
             return Ok(Some(Arc::clone(sink)));
         }
-        let Some(sink) = open_sink(spec, partition, self.registration.attempt)? else { return Ok(None) };
+        let context = SinkContext {
+            partition,
+            partitions: self.stage(stage)?.partitions,
+            attempt: self.registration.attempt,
+            run: format!("{}@{}", self.registration.name, self.registration.clock.start_ms),
+        };
+        let Some(sink) = open_sink(spec, context)? else { return Ok(None) };
         sinks.insert((stage, partition), Arc::clone(&sink));
         Ok(Some(sink))
     }

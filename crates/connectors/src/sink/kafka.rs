@@ -1,51 +1,144 @@
-//! Result rows to a Kafka topic: one JSON record per row (the same object the JSON-lines sink
-//! writes), keyed by the row's group key and window, through an idempotent producer. A batch's
-//! records are acknowledged by the broker before `write` returns, so the batch counts as done
-//! only once its output is in Kafka.
+//! Result rows to a Kafka topic, exactly once: one JSON record per row (the same object the
+//! JSON-lines sink writes), keyed by the row's group key and window.
+//!
+//! ```text
+//!  write(batch b) of sink partition p, one transaction:
+//!    rows ──▶ <topic>/(p mod partitions)
+//!    commit marker "b" (key: run/p) ──▶ <topic>.sleet-commits/(p mod marker partitions)
+//!  EndTxn(commit): rows and marker visible to read_committed readers together
+//! ```
+//!
+//! Each sink partition writes under a transactional id stable across attempts of the job
+//! (`sleet.<run>.<topic>.<p>`), so the owner a recovery opens fences the writer it replaces
+//! (a killed or frozen worker) and aborts the transaction that writer left open. The Kafka
+//! commit is the batch's commit point: no client can finish another process's transaction,
+//! so a batch committed in Kafka whose report never reached the driver is re-run by the next
+//! attempt. The marker tells the new owner so: before its first write it reads the last
+//! committed marker of its partition and writes nothing for batches up to it. Batches of a
+//! partition are written in order, so one number per partition says what is committed.
 //!
 //! Reduce partition `p` writes to topic partition `p mod partitions`, so every update of a
-//! key lands, in batch order, in one topic partition. Exactly-once (a transaction per group
-//! with a stable transactional id per sink partition) builds on this: the producer already
-//! carries the sequence numbers a transactional producer needs.
+//! key lands, in batch order, in one topic partition.
 
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
 use sleet_clarity::Resource;
-use sleet_kafka::batch_builder::BatchBuilder;
+use sleet_kafka::admin::ensure_topic_with;
 use sleet_kafka::cluster::Cluster;
 use sleet_kafka::fetch::{FetchSettings, PartitionReader};
-use sleet_kafka::offsets::OffsetQuery;
+use sleet_kafka::offsets::{OffsetQuery, READ_UNCOMMITTED};
 use sleet_kafka::producer::Producer;
+use sleet_kafka::retry::retry_transient;
+use sleet_kafka::transaction::TransactionalProducer;
+use sleet_kafka::KafkaError;
 
-use super::{format_json_key, format_json_lines, Sink, SinkRow};
+use super::{format_json_key, format_json_lines, Sink, SinkContext, SinkRow};
 use crate::error::ConnectorError;
 
 /// Uncompressed bytes per produce request, under a broker's default 1 MiB batch limit.
 const BATCH_BYTES_MAX: usize = 900 << 10;
+/// Longer than any recovery takes: a transaction a killed worker left open stays open (and
+/// holds back read_committed readers of its partitions) until the partition's next owner
+/// fences it, or this long.
+const TRANSACTION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The topic that holds the commit markers of sinks writing to `topic`.
+pub fn marker_topic(topic: &str) -> String {
+    format!("{topic}.sleet-commits")
+}
 
 pub struct KafkaSink {
     brokers: String,
     topic: String,
     key_columns: Vec<String>,
-    partition: u32,
+    context: SinkContext,
     /// Opened on the first write, on the network scheduler: opening talks to the broker.
-    producer: Mutex<Option<Producer>>,
+    writer: Mutex<Option<TransactionalWriter>>,
+}
+
+/// What a sink partition needs once it has talked to the broker.
+struct TransactionalWriter {
+    producer: TransactionalProducer,
+    target: u32,
+    marker_topic: String,
+    marker_partition: u32,
+    /// The last batch this partition committed, in this attempt or an earlier one.
+    committed_through: Option<u64>,
 }
 
 impl KafkaSink {
-    pub fn new(brokers: &str, topic: &str, key_columns: &[String], partition: u32) -> Self {
+    pub fn new(brokers: &str, topic: &str, key_columns: &[String], context: SinkContext) -> Self {
         KafkaSink {
             brokers: brokers.to_string(),
             topic: topic.to_string(),
             key_columns: key_columns.to_vec(),
-            partition,
-            producer: Mutex::new(None),
+            context,
+            writer: Mutex::new(None),
         }
     }
 
     fn error(&self, reason: String) -> ConnectorError {
         ConnectorError::External { what: format!("Kafka sink `{}` on {}", self.topic, self.brokers), reason }
+    }
+
+    fn marker_key(&self) -> String {
+        format!("{}/{}", self.context.run, self.context.partition)
+    }
+
+    /// Fences earlier writers of this partition, then reads what they committed. In that
+    /// order: once the producer is initialised no earlier one can commit any more.
+    fn open(&self) -> Result<TransactionalWriter, KafkaError> {
+        let mut cluster = Cluster::new(&self.brokers);
+        let target = self.context.partition % cluster.topic(&self.topic)?.partitions();
+        let marker_topic = marker_topic(&self.topic);
+        // Compacted: only each partition's last marker has to stay.
+        let marker_partitions = ensure_topic_with(
+            &mut cluster,
+            &marker_topic,
+            self.context.partitions.max(1),
+            &[("cleanup.policy", "compact")],
+        )?;
+        let marker_partition = self.context.partition % marker_partitions;
+        let transactional_id = format!("sleet.{}.{}.{}", self.context.run, self.topic, self.context.partition);
+        let producer = TransactionalProducer::new(&self.brokers, &transactional_id, TRANSACTION_TIMEOUT)?;
+        // A marker topic created a moment ago may not have a leader yet.
+        let committed_through =
+            retry_transient(|| last_marker(&self.brokers, &marker_topic, marker_partition, &self.marker_key()))?;
+        Ok(TransactionalWriter { producer, target, marker_topic, marker_partition, committed_through })
+    }
+
+    fn write_in_transaction(
+        &self,
+        writer: &mut TransactionalWriter,
+        batch: u64,
+        encoded: &[u8],
+    ) -> Result<(), ConnectorError> {
+        let failed = |error: KafkaError| self.error(error.to_string());
+        let marker_topic = writer.marker_topic.clone();
+        writer
+            .producer
+            .add_partitions(&[(&self.topic, writer.target), (&marker_topic, writer.marker_partition)])
+            .map_err(failed)?;
+        let timestamp = now_ms();
+        let mut rows = Producer::new_batch();
+        let mut rest = encoded;
+        while !rest.is_empty() {
+            let (key, after) = take_part(rest).ok_or_else(|| self.error("malformed encoded rows (internal)".into()))?;
+            let (value, after) =
+                take_part(after).ok_or_else(|| self.error("malformed encoded rows (internal)".into()))?;
+            rest = after;
+            rows.push(timestamp, Some(key), value);
+            if rows.bytes() >= BATCH_BYTES_MAX {
+                writer.producer.send(&self.topic, writer.target, &mut rows).map_err(failed)?;
+            }
+        }
+        writer.producer.send(&self.topic, writer.target, &mut rows).map_err(failed)?;
+        let mut marker = Producer::new_batch();
+        marker.push(timestamp, Some(self.marker_key().as_bytes()), batch.to_string().as_bytes());
+        writer.producer.send(&marker_topic, writer.marker_partition, &mut marker).map_err(failed)?;
+        writer.producer.commit().map_err(failed)
     }
 }
 
@@ -74,37 +167,84 @@ impl Sink for KafkaSink {
         }
     }
 
-    fn write(&self, _batch: u64, encoded: &[u8]) -> Result<(), ConnectorError> {
-        let mut producer = self.producer.lock().expect("producer lock");
-        if producer.is_none() {
-            *producer = Some(Producer::new(&self.brokers, &self.topic).map_err(|error| self.error(error.to_string()))?);
+    fn write(&self, batch: u64, encoded: &[u8]) -> Result<(), ConnectorError> {
+        let mut writer = self.writer.lock().expect("writer lock");
+        if writer.is_none() {
+            *writer = Some(self.open().map_err(|error| self.error(error.to_string()))?);
         }
-        let producer = producer.as_mut().expect("opened above");
-        let target = self.partition % producer.partitions();
-        let timestamp = now_ms();
-        let mut batch = Producer::new_batch();
-        let mut rest = encoded;
-        while !rest.is_empty() {
-            let (key, after) = take_part(rest).ok_or_else(|| self.error("malformed encoded rows (internal)".into()))?;
-            let (value, after) =
-                take_part(after).ok_or_else(|| self.error("malformed encoded rows (internal)".into()))?;
-            rest = after;
-            batch.push(timestamp, Some(key), value);
-            if batch.bytes() >= BATCH_BYTES_MAX {
-                send(producer, target, &mut batch).map_err(|error| self.error(error))?;
-            }
+        let writer = writer.as_mut().expect("opened above");
+        if writer.committed_through.is_some_and(|through| batch <= through) {
+            // Committed by an earlier owner whose report was lost with it.
+            return Ok(());
         }
-        send(producer, target, &mut batch).map_err(|error| self.error(error))
+        if let Err(error) = self.write_in_transaction(writer, batch, encoded) {
+            // Best effort: a producer that failed may be fenced, and then the broker has
+            // aborted its transaction already (or will at the timeout).
+            let _ = writer.producer.abort();
+            return Err(error);
+        }
+        writer.committed_through = Some(batch);
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), ConnectorError> {
-        // Every write waited for its acknowledgement: nothing is buffered.
+        // Every write committed its transaction before returning: nothing is buffered.
         Ok(())
     }
 }
 
-fn send(producer: &mut Producer, partition: u32, batch: &mut BatchBuilder) -> Result<(), String> {
-    producer.send(partition, batch).map(|_| ()).map_err(|error| error.to_string())
+/// The batch of the last committed marker under `key` in `topic`/`partition`; `None` if
+/// there is none. Other sink partitions may share the marker partition and have a
+/// transaction open in it, which holds back what read_committed can read: the read waits
+/// (bounded) until it has reached what was written when it began.
+fn last_marker(brokers: &str, topic: &str, partition: u32, key: &str) -> Result<Option<u64>, KafkaError> {
+    let mut reader = PartitionReader::new(brokers, topic, partition, FetchSettings::default());
+    let written = sleet_kafka::offsets::list_offset(
+        &mut Cluster::new(brokers),
+        topic,
+        partition,
+        OffsetQuery::Latest,
+        READ_UNCOMMITTED,
+    )?;
+    let mut position = reader.offset(OffsetQuery::Earliest)?;
+    let mut last = None;
+    let deadline = Instant::now() + TRANSACTION_TIMEOUT * 2;
+    while position < written {
+        if Instant::now() > deadline {
+            return Err(KafkaError::Protocol {
+                broker: brokers.to_string(),
+                reason: format!(
+                    "{topic}/{partition}: reading commit markers did not reach offset {written} (stuck at {position}) \
+                     within {} s; an open transaction holds them back",
+                    (TRANSACTION_TIMEOUT * 2).as_secs()
+                ),
+            });
+        }
+        let stable = reader.offset(OffsetQuery::Latest)?;
+        if position >= stable {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        let mut malformed = None;
+        position = reader.fetch(position, stable, &mut |record| {
+            if record.key != Some(key.as_bytes()) {
+                return;
+            }
+            match std::str::from_utf8(record.value.unwrap_or_default()).ok().and_then(|text| text.parse::<u64>().ok()) {
+                Some(batch) => last = Some(last.map_or(batch, |last: u64| last.max(batch))),
+                None => malformed = Some(record.offset),
+            }
+        })?;
+        if let Some(offset) = malformed {
+            return Err(KafkaError::BadBatch {
+                topic: topic.to_string(),
+                partition,
+                offset,
+                reason: format!("the commit marker of `{key}` is not a batch number"),
+            });
+        }
+    }
+    Ok(last)
 }
 
 fn take_part(data: &[u8]) -> Option<(&[u8], &[u8])> {

@@ -24,7 +24,7 @@ use sleet_plan::SinkSpec;
 use crate::error::ConnectorError;
 
 pub use json_lines::{format_json_key, format_json_lines, sink_file_path, JsonLinesSink};
-pub use kafka::{read_ysb_topic, KafkaSink};
+pub use kafka::{marker_topic, read_ysb_topic, KafkaSink};
 pub use ysb_rows::{final_counts, read_ysb_sink, SinkRow};
 
 /// Where the result rows of one reduce partition go. Shared by the tasks of that partition,
@@ -43,15 +43,30 @@ pub trait Sink: Send + Sync {
     fn flush(&self) -> Result<(), ConnectorError>;
 }
 
+/// Which sink partition of which job a sink writes for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SinkContext {
+    /// The reduce partition, and how many the stage has.
+    pub partition: u32,
+    pub partitions: u32,
+    /// 0 for the job's first run, then one more per recovery.
+    pub attempt: u32,
+    /// Names this run of the job, the same in every attempt and different for every run
+    /// (the job's name and its start): what an exactly-once sink keys its commits by.
+    pub run: String,
+}
+
 /// The sink a spec names for one reduce partition in one attempt of the job; `None` when
 /// the spec keeps no output.
-pub fn open_sink(spec: &SinkSpec, partition: u32, attempt: u32) -> Result<Option<Arc<dyn Sink>>, ConnectorError> {
+pub fn open_sink(spec: &SinkSpec, context: SinkContext) -> Result<Option<Arc<dyn Sink>>, ConnectorError> {
     Ok(match spec {
-        SinkSpec::JsonLines { dir } => Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), partition, attempt)?)),
+        SinkSpec::JsonLines { dir } => {
+            Some(Arc::new(JsonLinesSink::open(&PathBuf::from(dir), context.partition, context.attempt)?))
+        }
         SinkSpec::Stdout => Some(Arc::new(JsonLinesSink::stdout())),
         SinkSpec::Discard => None,
         SinkSpec::Kafka { brokers, topic, key_columns } => {
-            Some(Arc::new(KafkaSink::new(brokers, topic, key_columns, partition)))
+            Some(Arc::new(KafkaSink::new(brokers, topic, key_columns, context)))
         }
     })
 }
