@@ -101,6 +101,7 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
             event_time: EventTimeSource::Field,
             read_committed: true,
             partitions: 0,
+            replay: Vec::new(),
         }),
         YsbInput::Files { path, max_records_per_batch } => SourceSpec::Files(FileSourceSpec {
             path: path.clone(),

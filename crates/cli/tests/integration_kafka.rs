@@ -561,6 +561,8 @@ fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
     let actual: BTreeMap<(String, i64), u64> =
         finals.into_iter().map(|(key, (count, _))| (key, count as u64)).collect();
     assert_eq!(actual, expected);
+    let driver_log = std::fs::read_to_string(dir.join("driver.log")).expect("driver log");
+    assert!(!driver_log.contains("replay mismatch"), "re-run batches read what they read before: {driver_log}");
     // The markers the sink partitions committed with their rows are there to read back.
     let markers = sleet_connectors::sink::marker_topic(&output);
     let marker_partitions =
@@ -614,4 +616,46 @@ fn a_transaction_is_read_whole_or_not_at_all_and_a_new_producer_fences_the_old_o
             .expect("fetch");
     }
     assert_eq!(values, ["committed", "after the takeover"]);
+}
+
+/// A re-run batch of a Kafka partition ends exactly where its first run ended, past the
+/// per-batch record limit if the first run read more, and batches after the replay read on
+/// under the limit.
+#[test]
+fn a_replayed_kafka_batch_reads_exactly_the_offsets_of_its_first_run() {
+    use sleet_connectors::source::Source;
+
+    let topic = fresh_topic("replay");
+    produce_events(&topic, 1, 0);
+    let mut producer = sleet_kafka::producer::Producer::new(brokers(), &topic).expect("a producer");
+    let mut batch = sleet_kafka::producer::Producer::new_batch();
+    for index in 0..1_000 {
+        batch.push(0, None, format!("{{\"n\":{index}}}").as_bytes());
+    }
+    producer.send(0, &mut batch).expect("writing the records");
+    let spec = sleet_plan::KafkaSourceSpec {
+        brokers: brokers().to_string(),
+        topic: topic.clone(),
+        start: sleet_plan::KafkaStart::Offsets(vec![100]),
+        max_records_per_partition_per_batch: 50,
+        event_time: sleet_plan::EventTimeSource::Field,
+        read_committed: true,
+        partitions: 1,
+        replay: vec![sleet_plan::ReplayedBatches {
+            partition: 0,
+            ends: vec![(1_100, 150), (1_200, 400), (1_300, 401)],
+        }],
+    };
+    let source = sleet_connectors::kafka_source::KafkaSource::new(&spec, 0);
+    let read = |end_ms: i64| {
+        let mut records = sleet_exec::RawRecords::new();
+        let range = source.read(end_ms - 100, end_ms, &mut records).expect("read");
+        (range, records.len())
+    };
+    let offsets = |start, end| sleet_plan::SourceRange::Offsets { start, end };
+    assert_eq!(read(1_100), (offsets(100, 150), 50));
+    assert_eq!(read(1_200), (offsets(150, 400), 250), "the first run read past the limit: so does the replay");
+    assert_eq!(read(1_300), (offsets(400, 401), 1));
+    let (after, records) = read(1_400);
+    assert_eq!((after, records), (offsets(401, 451), 50), "after the replay, the limit holds again");
 }

@@ -8,7 +8,9 @@
 //! A thread per partition keeps fetching ahead of the batch clock into a bounded buffer, so
 //! that when a batch closes its records are mostly in memory already. The batch then takes
 //! what the buffer holds (at most `max_records_per_partition_per_batch`) and reports the
-//! offset range it covers, which is what a replay reads again. Decoding the records' JSON
+//! offset range it covers. After a failure the driver hands the ranges of the batches to
+//! re-run back (`KafkaSourceSpec::replay`), and each such batch ends exactly where its first
+//! run did. Decoding the records' JSON
 //! is left to the cpu monotask that follows.
 //!
 //! A broker that is down is waited for (the batch is empty and says why); a position that
@@ -38,6 +40,8 @@ const FETCH_MAX_BYTES: i32 = 4 << 20;
 const PREFETCH_BATCHES: usize = 2;
 const PREFETCH_BYTES_MAX: usize = 64 << 20;
 const RETRY_BACKOFF: Duration = Duration::from_millis(200);
+/// A re-run batch waits at most this long for its records (longer than a broker restart).
+const REPLAY_WAIT_MAX: Duration = Duration::from_secs(90);
 
 pub struct KafkaSource {
     spec: KafkaSourceSpec,
@@ -116,6 +120,35 @@ impl KafkaSource {
     fn error(&self, reason: String) -> ConnectorError {
         ConnectorError::External { what: format!("Kafka {}/{}", self.spec.topic, self.partition), reason }
     }
+
+    /// Where the batch ending at `end_ms` must end, when it re-runs a batch of a failed
+    /// attempt.
+    fn replay_end(&self, end_ms: i64) -> Option<i64> {
+        let replay = self.spec.replay.iter().find(|replay| replay.partition == self.partition)?;
+        let at = replay.ends.binary_search_by_key(&end_ms, |(batch_end_ms, _)| *batch_end_ms).ok()?;
+        Some(replay.ends[at].1)
+    }
+
+    /// The buffer, once the prefetcher has read up to `target`: the records of a past batch
+    /// are on the broker already, so this is a short wait unless the broker is down.
+    fn fetched_through(&self, target: i64) -> Result<std::sync::MutexGuard<'_, Buffer>, ConnectorError> {
+        let deadline = Instant::now() + REPLAY_WAIT_MAX;
+        loop {
+            let buffer = self.shared.buffer.lock().expect("buffer lock");
+            if buffer.fetched_to >= target || buffer.failed.is_some() {
+                return Ok(buffer);
+            }
+            if Instant::now() > deadline {
+                return Err(self.error(format!(
+                    "re-reading a lost batch up to offset {target} got no further than {} in {} s",
+                    buffer.fetched_to,
+                    REPLAY_WAIT_MAX.as_secs()
+                )));
+            }
+            drop(buffer);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
 }
 
 impl Drop for KafkaSource {
@@ -133,14 +166,28 @@ impl Source for KafkaSource {
         Resource::Net
     }
 
-    fn read(&self, _start_ms: i64, _end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError> {
+    fn read(&self, _start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError> {
         self.ensure_started()?;
-        let mut buffer = self.shared.buffer.lock().expect("buffer lock");
+        let replay_end = self.replay_end(end_ms);
+        let mut buffer = match replay_end {
+            Some(target) => self.fetched_through(target)?,
+            None => self.shared.buffer.lock().expect("buffer lock"),
+        };
         if let Some(reason) = &buffer.failed {
             return Err(self.error(reason.clone()));
         }
         let start = buffer.position;
-        let limit = self.spec.max_records_per_partition_per_batch as usize;
+        if replay_end.is_some_and(|target| target < start) {
+            return Err(self.error(format!(
+                "a re-run batch must end at offset {} but this partition is already at {start} (internal)",
+                replay_end.unwrap_or_default()
+            )));
+        }
+        // A replayed batch takes exactly its first run's records, which respected the limit.
+        let limit = match replay_end {
+            Some(_) => usize::MAX,
+            None => self.spec.max_records_per_partition_per_batch as usize,
+        };
         let record_timestamp = match &self.spec.event_time {
             EventTimeSource::RecordTimestamp(column) => Some(column.as_str()),
             EventTimeSource::Field => None,
@@ -149,7 +196,11 @@ impl Source for KafkaSource {
         while taken < limit {
             let Some(chunk) = buffer.chunks.front_mut() else { break };
             let available = chunk.records.len() - chunk.taken;
-            let take = available.min(limit - taken);
+            let below_end = match replay_end {
+                Some(target) => chunk.records.positions[chunk.taken..].partition_point(|position| *position < target),
+                None => available,
+            };
+            let take = below_end.min(limit - taken);
             match record_timestamp {
                 // The whole chunk: hand over its buffers instead of copying them.
                 None if chunk.taken == 0 && take == available && out.is_empty() => {
@@ -169,13 +220,17 @@ impl Source for KafkaSource {
             if take == available {
                 let chunk = buffer.chunks.pop_front().expect("front exists");
                 buffer.bytes -= chunk.bytes;
+            } else {
+                break;
             }
         }
-        // Stopped by the limit, the range ends at the first record left behind; otherwise at
-        // what the prefetcher has read, which may lie past the last record (markers, gaps).
-        let end = match buffer.chunks.front() {
-            Some(front) => front.records.positions[front.taken],
-            None => buffer.fetched_to,
+        // A replay ends where its first run did. Otherwise: stopped by the limit, the range
+        // ends at the first record left behind; if not, at what the prefetcher has read,
+        // which may lie past the last record (markers, gaps).
+        let end = match (replay_end, buffer.chunks.front()) {
+            (Some(target), _) => target,
+            (None, Some(front)) => front.records.positions[front.taken],
+            (None, None) => buffer.fetched_to,
         };
         buffer.position = end;
         drop(buffer);

@@ -24,7 +24,7 @@ use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
-use crate::recovery::{plan_recovery, resume_source};
+use crate::recovery::{plan_recovery, resume_source, with_replay};
 use crate::server::{accept_loop, ClientId, DriverEvent};
 
 #[derive(Debug, Clone)]
@@ -214,7 +214,8 @@ impl Coordinator {
         let mut restore: Option<CheckpointRecord> = None;
         let mut committed: Option<u64> = None;
         loop {
-            self.register_attempt(job, name, &attempt, restore.as_ref(), committed).await;
+            let replay = session.stats.replay.replay_from(attempt.first_batch);
+            self.register_attempt(job, name, &attempt, restore.as_ref(), committed, &replay).await;
             let mut link = self.link(job.job, job.client);
             let result = match job.settings.scheduler {
                 SchedulerKind::Bsp => crate::bsp::run(&mut link, job, &attempt, &mut session, replies).await,
@@ -340,13 +341,15 @@ impl Coordinator {
         attempt: &Attempt,
         restore: Option<&CheckpointRecord>,
         output_committed_through: Option<u64>,
+        replay: &[(u32, Vec<(u64, i64)>)],
     ) {
         let mut stages = job.physical.stages.clone();
-        if let Some(checkpoint) = restore {
-            for stage in &mut stages {
-                if let sleet_plan::StageInput::Source(spec) = &mut stage.input {
+        for stage in &mut stages {
+            if let sleet_plan::StageInput::Source(spec) = &mut stage.input {
+                if let Some(checkpoint) = restore {
                     *spec = resume_source(spec, checkpoint);
                 }
+                *spec = with_replay(spec, replay, &job.clock);
             }
         }
         let registration = JobRegistration {

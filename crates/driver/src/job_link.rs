@@ -143,6 +143,7 @@ impl JobSession {
             self.pending_checkpoints.sort_by_key(|pending| pending.batch);
             let ready = self.pending_checkpoints.iter().take_while(|pending| Some(pending.batch) <= committed).count();
             for checkpoint in self.pending_checkpoints.drain(..ready) {
+                self.stats.replay.forget_through(checkpoint.batch);
                 self.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
             }
         }

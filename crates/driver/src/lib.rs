@@ -32,6 +32,7 @@ pub mod membership;
 pub mod placement;
 pub mod progress;
 pub mod recovery;
+pub mod replay_log;
 pub mod samples;
 pub mod server;
 

@@ -11,6 +11,7 @@ use sleet_wire::{
 };
 
 use crate::batch_ledger::CompletedBatch;
+use crate::replay_log::ReplayLog;
 use crate::samples::SampleLog;
 
 /// Progress reports cover the windows closed in this much recent time.
@@ -59,6 +60,8 @@ pub struct JobStats {
     rebalances: Vec<RebalanceRecord>,
     /// The model's input: the most recent batches' task and batch samples.
     samples: SampleLog,
+    /// The offsets each batch read since the latest checkpoint, for a recovery to replay.
+    pub replay: ReplayLog,
 }
 
 /// A set of batch numbers that stays small over a long job: batches complete almost in
@@ -107,8 +110,14 @@ impl JobStats {
     /// sample is kept only while its batch has not completed yet: a batch's samples are those
     /// of its first completion, as its figures are.
     pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats) {
-        if stats.source_range.is_some() {
+        if let Some(range) = stats.source_range {
             self.source_waiting.clone_from(&stats.source_waiting);
+            if let Some(logged) = self.replay.record(report.task.partition, report.task.batch, range) {
+                eprintln!(
+                    "sleet driver: replay mismatch: batch {} of source partition {} re-read {range:?}, its first run ended at {logged}",
+                    report.task.batch, report.task.partition
+                );
+            }
         }
         for monotask in &report.monotasks {
             self.monotasks.add(monotask);

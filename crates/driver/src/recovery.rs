@@ -7,6 +7,7 @@
 //!     → source partitions resume where the checkpoint's batch ended reading
 //!     → batches from there to the last one sent are re-run, all closed already, so every
 //!       survivor runs them at once, many batches in flight per partition
+//!     → a Kafka partition re-reads each re-run batch's offsets as logged (`replay_log.rs`)
 //! ```
 //!
 //! The job continues as a new attempt: a new id for every task and block, every partition's
@@ -18,7 +19,8 @@
 
 use std::ops::Range;
 
-use sleet_plan::{KafkaStart, SourceRange, SourceSpec};
+use sleet_plan::{KafkaStart, ReplayedBatches, SourceRange, SourceSpec};
+use sleet_wire::clock::BatchClock;
 use sleet_wire::{RestorePoint, WorkerId};
 
 use crate::checkpoints::CheckpointRecord;
@@ -87,6 +89,25 @@ pub fn resume_source(spec: &SourceSpec, checkpoint: &CheckpointRecord) -> Source
     }
 }
 
+/// The source of an attempt that re-runs batches: a Kafka source told where each re-run
+/// batch ended the first time (`replay`: per partition, `(batch, end offset)` from the
+/// `ReplayLog`). Other sources read the same records again by themselves.
+pub fn with_replay(spec: &SourceSpec, replay: &[(u32, Vec<(u64, i64)>)], clock: &BatchClock) -> SourceSpec {
+    match spec {
+        SourceSpec::Kafka(kafka) if !replay.is_empty() => SourceSpec::Kafka(sleet_plan::KafkaSourceSpec {
+            replay: replay
+                .iter()
+                .map(|(partition, ends)| ReplayedBatches {
+                    partition: *partition,
+                    ends: ends.iter().map(|(batch, end)| (clock.end_ms(*batch), *end)).collect(),
+                })
+                .collect(),
+            ..kafka.clone()
+        }),
+        _ => spec.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -125,9 +146,17 @@ mod tests {
             event_time: EventTimeSource::Field,
             read_committed: true,
             partitions: 2,
+            replay: Vec::new(),
         });
         let SourceSpec::Kafka(resumed) = resume_source(&spec, &checkpoint(7, 2)) else { panic!("kafka") };
         assert_eq!(resumed.start, KafkaStart::Offsets(vec![150, 151]));
+        // Batches 8 and 9 of partition 1 re-read what they read before, by their ends.
+        let clock = BatchClock::new(1_000, 100);
+        let SourceSpec::Kafka(replayed) = with_replay(&spec, &[(1, vec![(8, 160), (9, 171)])], &clock) else {
+            panic!("kafka")
+        };
+        assert_eq!(replayed.replay, vec![ReplayedBatches { partition: 1, ends: vec![(1_900, 160), (2_000, 171)] }]);
+        assert_eq!(with_replay(&spec, &[], &clock), spec, "nothing to replay changes nothing");
     }
 
     #[test]

@@ -167,6 +167,18 @@ pub struct KafkaSourceSpec {
     /// given, it is checked then, and a topic that has a different count is refused.
     #[serde(default)]
     pub partitions: u32,
+    /// Set by the driver for an attempt that resumes after a failure: batches that must end
+    /// where their first run ended, so a re-run reads exactly what the first run read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay: Vec<ReplayedBatches>,
+}
+
+/// The batches of one partition a resumed attempt re-reads, in batch order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayedBatches {
+    pub partition: u32,
+    /// `(batch end, ms since the epoch; the offset the batch's read ended at)`.
+    pub ends: Vec<(i64, i64)>,
 }
 
 /// Where a Kafka source starts reading each partition.
