@@ -246,10 +246,22 @@ fn launch_delay_us(batch: &BatchSample) -> i64 {
 /// scheduling the gaps are small (tasks wait on their workers), unless a worker's core is
 /// busy with earlier batches, which the cpu term then shows larger still.
 pub fn scheduler_wait_us(batch: &BatchSample, task_spans: &[(i64, i64)]) -> i64 {
+    launch_delay_us(batch) + untasked_us(batch, task_spans)
+}
+
+/// The part of a batch's processing time in which none of its tasks ran.
+pub fn untasked_us(batch: &BatchSample, task_spans: &[(i64, i64)]) -> i64 {
     let start = batch.closed_at_us.max(batch.first_task_started_at_us);
     let end = batch.finished_at_us;
     let covered = union_us(task_spans.iter().map(|&(from, to)| (from.max(start), to.min(end))));
-    launch_delay_us(batch) + ((end - start) - covered).max(0)
+    ((end - start) - covered).max(0)
+}
+
+/// Mean over the run's batches of `untasked_us`.
+pub fn untasked_mean_us(run: &RunSamples) -> f64 {
+    let spans = task_spans_by_batch(run);
+    let none = Vec::new();
+    mean(run.batches.iter().map(|batch| untasked_us(batch, spans.get(&batch.batch).unwrap_or(&none)) as f64))
 }
 
 /// What a monotask adds to its cell before scaling: run time for the CPU, bytes otherwise.

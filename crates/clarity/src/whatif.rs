@@ -80,7 +80,8 @@ pub struct Prediction {
     pub baseline_measured_us: f64,
     /// The model's time for the changed configuration, per batch.
     pub modelled_us: f64,
-    /// `baseline_measured_us × modelled_us ÷ baseline_modelled_us`.
+    /// The baseline's measured time in which none of a batch's tasks ran, which stays, plus
+    /// the rest of it × `modelled_us ÷ baseline_modelled_us`.
     pub predicted_batch_us: f64,
     pub interval_us: f64,
     pub bottleneck: Bottleneck,
@@ -136,7 +137,8 @@ fn parse_item(item: &str) -> Result<Scenario, ClarityError> {
 /// What every answer assumes, whatever the scenario.
 const MODEL_ASSUMPTIONS: [&str; 3] = [
     "work on each resource spreads perfectly over its cores or workers (the ideal-time model)",
-    "time the model does not explain (ramp-up, imperfect overlap) changes in proportion to the modelled time",
+    "time the model does not explain (ramp-up, imperfect overlap) changes in proportion to the modelled time, \
+     except time in which none of a batch's tasks ran (waiting on the scheduler), which stays as measured",
     "at another rate, per-batch work scales linearly with the events per batch; coordination per batch does not",
 ];
 
@@ -155,7 +157,11 @@ pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) 
     }
     let modelled_us = changed.terms.modelled_us();
     let ratio = if baseline.modelled_us > 0.0 { modelled_us / baseline.modelled_us } else { 1.0 };
-    let predicted_batch_us = baseline.measured_us * ratio;
+    // Time in which none of a batch's tasks ran is waiting on the scheduler, which does not
+    // grow or shrink with the work: it stays; the rest of the measured time scales.
+    let untasked_us = crate::model::untasked_mean_us(run).clamp(0.0, baseline.measured_us.max(0.0));
+    // untasked + (measured − untasked) × ratio, written so that ratio 1 gives measured exactly.
+    let predicted_batch_us = baseline.measured_us * ratio - untasked_us * (ratio - 1.0);
     let model = model_of(&changed.terms, changed.throughputs, predicted_batch_us, changed.interval_us);
     let baseline_rate = baseline_rate_events_per_s(run);
     let scale = if baseline.modelled_us > 0.0 && baseline.measured_us > 0.0 {
@@ -436,6 +442,22 @@ pub(crate) mod tests {
             let named = prediction.assumptions.iter().any(|text| text.starts_with(&scenario.to_string()));
             assert!(named, "no assumption for {scenario} in {:?}", prediction.assumptions);
         }
+    }
+
+    #[test]
+    fn time_no_task_covers_stays_while_the_rest_scales() {
+        // Measured 90 ms, of which the tasks cover 0–75 ms (the reduce task's write ends at
+        // 75 ms) and 15 ms is untasked: a coordination term of 15 ms, under the 30 ms of
+        // execution. Cores ×2: modelled 30 → 20 ms; predicted 15 + 75 × 20/30 = 65 ms, not
+        // 90 × 20/30 = 60.
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        for task in run.tasks.iter_mut().filter(|task| task.stage == 1) {
+            task.monotasks[2].finished_at_us = 75_000;
+            task.finished_at_us = 75_000;
+        }
+        let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::Cores(2.0)]);
+        assert_eq!((prediction.baseline_modelled_us, prediction.modelled_us), (30_000.0, 20_000.0));
+        assert!((prediction.predicted_batch_us - 65_000.0).abs() < 1e-6, "{}", prediction.predicted_batch_us);
     }
 
     #[test]
