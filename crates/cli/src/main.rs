@@ -181,7 +181,7 @@ enum BenchWorkload {
     /// that the performance model names the engineered bottleneck in every repeat.
     Bottleneck(bench_bottleneck::BenchBottleneckArgs),
     /// Validates the what-if answers: baseline, prediction from its records, changed run,
-    /// for six scenarios; medians of the repeats, predicted against measured batch time.
+    /// for seven scenarios; medians of the repeats, predicted against measured batch time.
     Whatif(bench_whatif::BenchWhatifArgs),
 }
 

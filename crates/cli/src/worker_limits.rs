@@ -5,9 +5,10 @@
 /// Flags shared by `sleet worker` and the benchmarks that start workers.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 pub struct WorkerLimits {
-    /// Limit on the bytes per second each worker receives over the network (shuffle fetches
-    /// and network sources and sinks), for engineering a network-bound run: 4M, 500K, 1G or a
-    /// bare number of bytes; K, M and G are powers of 1000 [default: no limit].
+    /// Limit on the bytes per second each worker moves over the network, all on one link: the
+    /// shuffle blocks it fetches and the reads and writes of network sources and sinks (Kafka),
+    /// for engineering a network-bound run: 4M, 500K, 1G or a bare number of bytes; K, M and
+    /// G are powers of 1000 [default: no limit].
     #[arg(long, value_parser = bytes_per_s)]
     pub net_bandwidth: Option<u64>,
     /// Limit on the bytes per second each worker writes to its disk (sink writes,

@@ -39,8 +39,9 @@ pub struct WorkerConfig {
     pub name: String,
     /// Shuffle fetches in flight at once (the network scheduler's bound).
     pub fetches_in_flight_max: usize,
-    /// Experiments' limits (`bandwidth`): bytes/s this worker receives over the network
-    /// (shuffle fetches and blocking network monotasks), and writes to its disk.
+    /// Experiments' limits (`bandwidth`): bytes/s this worker moves over the network (the
+    /// shuffle blocks it fetches and its blocking network monotasks, on one link), and
+    /// writes to its disk.
     pub net_bytes_per_s: Option<u64>,
     pub disk_bytes_per_s: Option<u64>,
     /// Sync every sink write on the disk to the device before it counts as done.

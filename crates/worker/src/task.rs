@@ -48,8 +48,8 @@ pub struct WorkerContext {
     /// The network scheduler of blocking monotasks: sources and sinks that talk to an
     /// outside system (Kafka) with blocking calls.
     pub net_blocking: ResourcePool,
-    /// The experiment's limit on bytes received per second, which shuffle fetches wait for
-    /// inside their monotask (`bandwidth`).
+    /// The experiment's limit on the network's bytes per second, which shuffle fetches wait
+    /// for inside their monotask (`bandwidth`); the blocking network pool shares it.
     pub net_limit: Option<Arc<BandwidthLimit>>,
     /// Sync each sink write on the disk before it counts as done (`--sync-writes`): a disk
     /// write then costs the device's time, not the page cache's.
