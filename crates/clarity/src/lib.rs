@@ -42,6 +42,8 @@ pub use model::{
 pub use percentile::{percentile, Distribution};
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
 pub use sample::{BatchSample, ClusterShape, RunSamples, TaskSample};
-pub use stragglers::{stragglers, Straggler, StragglerCause, StragglerReport, STRAGGLER_FACTOR};
+pub use stragglers::{
+    stragglers, Straggler, StragglerCause, StragglerReport, STRAGGLER_DURATION_MIN_US, STRAGGLER_FACTOR,
+};
 pub use summary::{summarize, MonotaskTotals, ResourceSummary};
 pub use whatif::{parse_scenarios, predict, Prediction, Scenario, WhatIfParams};

@@ -19,7 +19,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::record::{MonotaskKind, MonotaskRecord, Resource};
-use crate::sample::{merged, overlap_us, ClusterShape, RunSamples};
+use crate::sample::{merged, overlap_us, union_us, BatchSample, ClusterShape, RunSamples};
 
 const KINDS: usize = MonotaskKind::ALL.len();
 const RESOURCES: usize = Resource::ALL.len();
@@ -108,7 +108,13 @@ impl StageTerms {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobTerms {
     pub stages: Vec<StageTerms>,
+    /// Per batch, the larger of the coordination the driver recorded and the time the batch
+    /// waited on its scheduler (`scheduler_wait_us`).
     pub coordination_us: f64,
+    /// Mean time from a batch's close to its first task's start: not processing, but not
+    /// waiting for input either, so the source-bound test counts it as busy time.
+    #[serde(default)]
+    pub launch_us: f64,
 }
 
 impl JobTerms {
@@ -177,7 +183,7 @@ fn derived_throughput(run: &RunSamples, resource: Resource) -> Option<f64> {
 }
 
 /// Batches the run's tasks cover; at least 1 so an empty run divides safely.
-fn batch_count(run: &RunSamples) -> f64 {
+pub(crate) fn batch_count(run: &RunSamples) -> f64 {
     let batches: BTreeSet<u64> = run.tasks.iter().map(|task| task.batch).collect();
     batches.len().max(1) as f64
 }
@@ -207,7 +213,55 @@ pub fn terms(run: &RunSamples) -> JobTerms {
             }),
         })
         .collect();
-    JobTerms { stages, coordination_us: mean(run.batches.iter().map(|batch| batch.coordination_us as f64)) }
+    let task_spans = task_spans_by_batch(run);
+    let no_spans = Vec::new();
+    let coordination_us = mean(run.batches.iter().map(|batch| {
+        let spans = task_spans.get(&batch.batch).unwrap_or(&no_spans);
+        batch.coordination_us.max(scheduler_wait_us(batch, spans)) as f64
+    }));
+    let launch_us = mean(run.batches.iter().map(|batch| launch_delay_us(batch) as f64));
+    JobTerms { stages, coordination_us, launch_us }
+}
+
+fn task_spans_by_batch(run: &RunSamples) -> BTreeMap<u64, Vec<(i64, i64)>> {
+    let mut spans: BTreeMap<u64, Vec<(i64, i64)>> = BTreeMap::new();
+    for task in &run.tasks {
+        spans.entry(task.batch).or_default().push((task.started_at_us, task.finished_at_us));
+    }
+    spans
+}
+
+/// From a batch's close to its first task's start: the launch under bsp (the driver composes
+/// and sends the tasks only once the batch has closed); about zero under group scheduling,
+/// whose tasks wait on their worker for the close.
+fn launch_delay_us(batch: &BatchSample) -> i64 {
+    (batch.first_task_started_at_us - batch.closed_at_us).max(0)
+}
+
+/// The time a batch waited on its scheduler rather than on a resource: its launch delay, plus
+/// the time within its processing in which none of its tasks ran (under bsp, the barrier
+/// between stages and the next launch). The driver's own record of a bsp batch holds only its
+/// own work on it, while the round trips to the workers, their wake-ups and the one-by-one
+/// sending of the tasks are what limits small batches on many workers. Under group
+/// scheduling the gaps are small (tasks wait on their workers), unless a worker's core is
+/// busy with earlier batches, which the cpu term then shows larger still.
+pub fn scheduler_wait_us(batch: &BatchSample, task_spans: &[(i64, i64)]) -> i64 {
+    launch_delay_us(batch) + untasked_us(batch, task_spans)
+}
+
+/// The part of a batch's processing time in which none of its tasks ran.
+pub fn untasked_us(batch: &BatchSample, task_spans: &[(i64, i64)]) -> i64 {
+    let start = batch.closed_at_us.max(batch.first_task_started_at_us);
+    let end = batch.finished_at_us;
+    let covered = union_us(task_spans.iter().map(|&(from, to)| (from.max(start), to.min(end))));
+    ((end - start) - covered).max(0)
+}
+
+/// Mean over the run's batches of `untasked_us`.
+pub fn untasked_mean_us(run: &RunSamples) -> f64 {
+    let spans = task_spans_by_batch(run);
+    let none = Vec::new();
+    mean(run.batches.iter().map(|batch| untasked_us(batch, spans.get(&batch.batch).unwrap_or(&none)) as f64))
 }
 
 /// What a monotask adds to its cell before scaling: run time for the CPU, bytes otherwise.
@@ -266,7 +320,8 @@ pub fn model_of(terms: &JobTerms, throughputs: Throughputs, measured_us: f64, in
         })
         .collect();
     let modelled_us = terms.modelled_us();
-    let bottleneck = classify(&contribution_us, terms.coordination_us, modelled_us, measured_us, interval_us);
+    let busy_us = measured_us + terms.launch_us;
+    let bottleneck = classify(&contribution_us, terms.coordination_us, modelled_us, busy_us, interval_us);
     JobModel {
         stages,
         throughputs,
@@ -282,15 +337,16 @@ pub fn model_of(terms: &JobTerms, throughputs: Throughputs, measured_us: f64, in
 
 /// Source-bound first: a job far from every limit waits for input whichever term is largest.
 /// Then coordination when it is the largest term, else the resource contributing most.
+/// `busy_us` is the measured batch time from the close: processing and the launch before it.
 fn classify(
     contribution_us: &BTreeMap<Resource, f64>,
     coordination_us: f64,
     modelled_us: f64,
-    measured_us: f64,
+    busy_us: f64,
     interval_us: f64,
 ) -> Bottleneck {
     let idle = SOURCE_BOUND_SHARE * interval_us;
-    if interval_us > 0.0 && modelled_us <= idle && measured_us <= idle {
+    if interval_us > 0.0 && modelled_us <= idle && busy_us <= idle {
         return Bottleneck::Source;
     }
     let (resource_us, resource) = Resource::ALL
@@ -427,7 +483,8 @@ pub(crate) mod tests {
     use Resource::*;
 
     /// Two workers × 2 cores, 100 ms interval, one batch: map 2 × 40 ms cpu, a fetch of 1 MB
-    /// per reduce task, reduce 2 × 8 ms cpu, a 0.5 MB disk sink write per reduce task.
+    /// per reduce task, reduce 2 × 8 ms cpu, a 0.5 MB disk sink write per reduce task that
+    /// ends at `finished`.
     pub(crate) fn two_stage_run(net_bytes_per_s: f64, disk_bytes_per_s: f64, finished: i64) -> RunSamples {
         let mut tasks = Vec::new();
         for worker in 0..2 {
@@ -439,7 +496,8 @@ pub(crate) mod tests {
                 vec![
                     monotask(ShuffleFetch, Net, 1_000_000, [40_000, 40_000, 50_000]),
                     monotask(ReduceCompute, Cpu, 0, [50_000, 50_000, 58_000]),
-                    monotask(SinkWrite, Disk, 500_000, [58_000, 58_000, 60_000]),
+                    // Its write ends the batch: a batch ends with its last task.
+                    monotask(SinkWrite, Disk, 500_000, [58_000, 58_000, finished.max(60_000)]),
                 ],
             ));
         }
@@ -512,6 +570,31 @@ pub(crate) mod tests {
         let model = model(&run);
         assert_eq!((model.modelled_us, model.bottleneck), (45_000.0, Bottleneck::Coordination));
         assert_eq!(model.execution_us, 30_000.0);
+    }
+
+    #[test]
+    fn waiting_on_the_scheduler_counts_as_coordination() {
+        // A bsp batch closed at 0: its map task runs 2–3 ms, its reduce task 5–6 ms, the
+        // batch ends at 6 ms. Launch 2 ms + the 2 ms barrier between the stages = 4 ms, more
+        // than the 0.1 ms the driver recorded or the 1 + 1 ms of cpu.
+        let mut run = RunSamples {
+            shape: shape(1, 1, 10),
+            batches: vec![BatchSample { first_task_started_at_us: 2_000, ..batch(0, 0, 6_000, 100) }],
+            tasks: vec![
+                task(0, 0, 0, vec![monotask(MapCompute, Cpu, 0, [2_000, 2_000, 3_000])]),
+                task(1, 0, 0, vec![monotask(ReduceCompute, Cpu, 0, [5_000, 5_000, 6_000])]),
+            ],
+        };
+        let spans = [(2_000, 3_000), (5_000, 6_000)];
+        assert_eq!(scheduler_wait_us(&run.batches[0], &spans), 4_000);
+        let model = model(&run);
+        assert_eq!((model.coordination_us, model.execution_us), (4_000.0, 2_000.0));
+        // Processing 4 ms is under half the 10 ms interval, but with the 2 ms launch the
+        // batch is busy 6 ms of it: not waiting for input.
+        assert_eq!(model.bottleneck, Bottleneck::Coordination);
+        // The same batch in a 20 ms interval is waiting for input.
+        run.shape.batch_interval_ms = 20;
+        assert_eq!(super::model(&run).bottleneck, Bottleneck::Source);
     }
 
     #[test]

@@ -16,6 +16,11 @@ use crate::sample::{median, union_us, TaskSample};
 
 /// A task is a straggler when it takes longer than this many times its stage's median.
 pub const STRAGGLER_FACTOR: f64 = 1.5;
+/// A task shorter than this is never a straggler, however many medians it takes: a cross-core
+/// wake-up costs about 100 µs on the machines this runs on (FACTS), so a task of a few dozen
+/// microseconds takes several times its peers' time through one wake-up, which says nothing
+/// about its resources. A millisecond is ten wake-ups.
+pub const STRAGGLER_DURATION_MIN_US: i64 = 1_000;
 /// More input: records in, or bytes, at least this many times the stage's median.
 pub const MORE_INPUT_FACTOR: f64 = 1.5;
 /// A slow resource: run time per byte (or per record, for monotasks without bytes) at least
@@ -96,7 +101,8 @@ pub fn stragglers(tasks: &[TaskSample]) -> StragglerReport {
     for stage_tasks in by_stage.values() {
         let peers = peers(stage_tasks);
         for task in stage_tasks {
-            if task.duration_us() as f64 > STRAGGLER_FACTOR * peers.duration_us {
+            let slow = task.duration_us() as f64 > STRAGGLER_FACTOR * peers.duration_us;
+            if slow && task.duration_us() >= STRAGGLER_DURATION_MIN_US {
                 found.push(Straggler {
                     batch: task.batch,
                     stage: task.stage,
@@ -234,6 +240,21 @@ mod tests {
         task.finished_at_us = 30_000;
         task.monotasks[1].finished_at_us = 30_000;
         check(task, None);
+    }
+
+    #[test]
+    fn a_tiny_task_is_no_straggler_however_slow() {
+        // Peers of 200 µs and one of 900 µs: 4.5 medians, but under a millisecond.
+        let tiny = |partition: u32, finished: i64| TaskSample {
+            finished_at_us: finished,
+            monotasks: vec![monotask(ReduceCompute, Cpu, 0, [0, 0, finished])],
+            ..normal(partition)
+        };
+        let tasks = vec![tiny(0, 200), tiny(1, 200), tiny(2, 200), tiny(3, 900)];
+        assert!(stragglers(&tasks).stragglers.is_empty());
+        // The same ratio at 1.2 ms is one.
+        let tasks = vec![tiny(0, 200), tiny(1, 200), tiny(2, 200), tiny(3, 1_200)];
+        assert_eq!(stragglers(&tasks).stragglers.len(), 1);
     }
 
     #[test]

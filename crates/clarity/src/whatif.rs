@@ -80,7 +80,8 @@ pub struct Prediction {
     pub baseline_measured_us: f64,
     /// The model's time for the changed configuration, per batch.
     pub modelled_us: f64,
-    /// `baseline_measured_us × modelled_us ÷ baseline_modelled_us`.
+    /// The baseline's measured time in which none of a batch's tasks ran, which stays, plus
+    /// the rest of it × `modelled_us ÷ baseline_modelled_us`.
     pub predicted_batch_us: f64,
     pub interval_us: f64,
     pub bottleneck: Bottleneck,
@@ -136,7 +137,8 @@ fn parse_item(item: &str) -> Result<Scenario, ClarityError> {
 /// What every answer assumes, whatever the scenario.
 const MODEL_ASSUMPTIONS: [&str; 3] = [
     "work on each resource spreads perfectly over its cores or workers (the ideal-time model)",
-    "time the model does not explain (ramp-up, imperfect overlap) changes in proportion to the modelled time",
+    "time the model does not explain (ramp-up, imperfect overlap) changes in proportion to the modelled time, \
+     except time in which none of a batch's tasks ran (waiting on the scheduler), which stays as measured",
     "at another rate, per-batch work scales linearly with the events per batch; coordination per batch does not",
 ];
 
@@ -155,7 +157,11 @@ pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) 
     }
     let modelled_us = changed.terms.modelled_us();
     let ratio = if baseline.modelled_us > 0.0 { modelled_us / baseline.modelled_us } else { 1.0 };
-    let predicted_batch_us = baseline.measured_us * ratio;
+    // Time in which none of a batch's tasks ran is waiting on the scheduler, which does not
+    // grow or shrink with the work: it stays; the rest of the measured time scales.
+    let untasked_us = crate::model::untasked_mean_us(run).clamp(0.0, baseline.measured_us.max(0.0));
+    // untasked + (measured − untasked) × ratio, written so that ratio 1 gives measured exactly.
+    let predicted_batch_us = baseline.measured_us * ratio - untasked_us * (ratio - 1.0);
     let model = model_of(&changed.terms, changed.throughputs, predicted_batch_us, changed.interval_us);
     let baseline_rate = baseline_rate_events_per_s(run);
     let scale = if baseline.modelled_us > 0.0 && baseline.measured_us > 0.0 {
@@ -258,11 +264,17 @@ impl Changed {
             Scenario::Combine(on) => {
                 let factor = combine_factor(on, params);
                 self.scale(|kind, resource| match (kind, resource) {
-                    (MonotaskKind::ShuffleFetch, Resource::Net) | (MonotaskKind::ReduceCompute, Resource::Cpu) => {
-                        factor
-                    }
+                    (MonotaskKind::ReduceCompute, Resource::Cpu) => factor,
                     _ => 1.0,
                 });
+                let link = link_bytes_per_s(run, &self.throughputs);
+                for stage in &mut self.terms.stages {
+                    let cell = &mut stage.ideal_us[MonotaskKind::ShuffleFetch as usize][Resource::Net as usize];
+                    let bandwidth_us = link.map_or(*cell, |link| {
+                        (shuffle_bytes_per_batch(run, stage.stage) / (link * workers) * 1e6).min(*cell)
+                    });
+                    *cell += (factor - 1.0) * bandwidth_us;
+                }
                 self.note(
                     scenario,
                     &format!(
@@ -270,6 +282,17 @@ impl Changed {
                          combining costs the map side nothing extra",
                         params.combine_ratio
                     ),
+                );
+                self.note(
+                    scenario,
+                    &match link {
+                        Some(link) => format!(
+                            "a fetch takes its round trip plus its bytes at {:.1} MB/s per worker (the fastest one \
+                             transfer ran, or the given throughput); only the bytes' part scales",
+                            link / 1e6
+                        ),
+                        None => "no fetch shows the link's speed: all of the fetch time scales".to_string(),
+                    },
                 );
             }
             Scenario::IntervalMs(ms) => {
@@ -307,6 +330,43 @@ impl Changed {
 fn remote_share_factor(workers: f64, new_workers: f64) -> Option<f64> {
     let remote = |w: f64| (1.0 - 1.0 / w).max(0.0);
     (workers > 1.0).then(|| remote(new_workers) / remote(workers))
+}
+
+/// The bandwidth of one worker's link for transfers that grow or shrink: the shape's
+/// throughput when given (a limit, or a measurement); otherwise the fastest any one transfer
+/// ran at, or the run's derived throughput if that is higher (concurrent transfers). Small
+/// transfers are mostly round trip, so the derived throughput (bytes ÷ busy time) is far
+/// below what the link does for a large one: scaling a fetch's whole time with its bytes
+/// would make a combined shuffle's ×80 bytes ×80 slower, when on loopback they cost about
+/// ×2. The fastest transfer is the closest to bandwidth-bound, so a lower bound of the link.
+fn link_bytes_per_s(run: &RunSamples, throughputs: &Throughputs) -> Option<f64> {
+    if let Some(given) = run.shape.net_bytes_per_s {
+        return Some(given);
+    }
+    let fastest = run
+        .tasks
+        .iter()
+        .flat_map(|task| task.monotasks_on(Resource::Net))
+        .filter(|monotask| monotask.kind == MonotaskKind::ShuffleFetch && monotask.bytes > 0 && monotask.run_us() > 0)
+        .map(|monotask| monotask.bytes as f64 / (monotask.run_us() as f64 / 1e6))
+        .fold(None, |best: Option<f64>, rate| Some(best.map_or(rate, |best| best.max(rate))));
+    match (fastest, throughputs.net_bytes_per_s) {
+        (Some(fastest), Some(derived)) => Some(fastest.max(derived)),
+        (fastest, derived) => fastest.or(derived),
+    }
+}
+
+/// Bytes a stage's shuffle fetches received over the network, per batch.
+fn shuffle_bytes_per_batch(run: &RunSamples, stage: u32) -> f64 {
+    let bytes: u64 = run
+        .tasks
+        .iter()
+        .filter(|task| task.stage == stage)
+        .flat_map(|task| task.monotasks_on(Resource::Net))
+        .filter(|monotask| monotask.kind == MonotaskKind::ShuffleFetch)
+        .map(|monotask| monotask.bytes)
+        .sum();
+    bytes as f64 / crate::model::batch_count(run)
 }
 
 fn combine_factor(on: bool, params: &WhatIfParams) -> f64 {
@@ -382,6 +442,76 @@ pub(crate) mod tests {
             let named = prediction.assumptions.iter().any(|text| text.starts_with(&scenario.to_string()));
             assert!(named, "no assumption for {scenario} in {:?}", prediction.assumptions);
         }
+    }
+
+    #[test]
+    fn time_no_task_covers_stays_while_the_rest_scales() {
+        // Measured 90 ms, of which the tasks cover 0–75 ms (the reduce task's write ends at
+        // 75 ms) and 15 ms is untasked: a coordination term of 15 ms, under the 30 ms of
+        // execution. Cores ×2: modelled 30 → 20 ms; predicted 15 + 75 × 20/30 = 65 ms, not
+        // 90 × 20/30 = 60.
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        for task in run.tasks.iter_mut().filter(|task| task.stage == 1) {
+            task.monotasks[2].finished_at_us = 75_000;
+            task.finished_at_us = 75_000;
+        }
+        let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::Cores(2.0)]);
+        assert_eq!((prediction.baseline_modelled_us, prediction.modelled_us), (30_000.0, 20_000.0));
+        assert!((prediction.predicted_batch_us - 65_000.0).abs() < 1e-6, "{}", prediction.predicted_batch_us);
+    }
+
+    #[test]
+    fn combine_scales_only_the_bytes_part_of_small_fetches() {
+        // One worker, one batch, no shape throughput: two fetches of 1 000 B, one taking
+        // 100 µs (10 MB/s, the fastest) and one 400 µs. Busy 500 µs for 2 000 B derives
+        // 4 MB/s: net cell 2 000 / 4 MB/s = 500 µs. At the link's 10 MB/s the bytes take
+        // 200 µs; the other 300 µs are round trips. Combine off at ratio 0.1 (× 10): the
+        // bytes' part × 10 = 2 000 µs, plus 300 = 2 300 µs; not the 5 000 µs of × 10 whole.
+        let tasks = vec![TaskSample {
+            stage: 1,
+            partition: 0,
+            batch: 0,
+            worker: 0,
+            started_at_us: 0,
+            finished_at_us: 600,
+            records_in: 10,
+            monotasks: vec![
+                MonotaskRecord {
+                    kind: MonotaskKind::ShuffleFetch,
+                    resource: Resource::Net,
+                    bytes: 1_000,
+                    queued_at_us: 0,
+                    started_at_us: 0,
+                    finished_at_us: 100,
+                },
+                MonotaskRecord {
+                    kind: MonotaskKind::ShuffleFetch,
+                    resource: Resource::Net,
+                    bytes: 1_000,
+                    queued_at_us: 100,
+                    started_at_us: 100,
+                    finished_at_us: 500,
+                },
+            ],
+        }];
+        let run = RunSamples {
+            shape: ClusterShape {
+                workers: 1,
+                cores_per_worker: 1,
+                batch_interval_ms: 10,
+                net_bytes_per_s: None,
+                disk_bytes_per_s: None,
+            },
+            batches: Vec::new(),
+            tasks,
+        };
+        let params = WhatIfParams { combine_ratio: 0.1, combine_in_baseline: true, ..WhatIfParams::default() };
+        assert_eq!(predict(&run, &params, &[]).modelled_us, 500.0);
+        let off = predict(&run, &params, &[Scenario::Combine(false)]);
+        assert!((off.modelled_us - 2_300.0).abs() < 1e-6, "{}", off.modelled_us);
+        // Back the other way from a run that did not combine: the bytes' part × 0.1.
+        let on = predict(&run, &WhatIfParams { combine_in_baseline: false, ..params }, &[Scenario::Combine(true)]);
+        assert!((on.modelled_us - 320.0).abs() < 1e-6, "{}", on.modelled_us);
     }
 
     #[test]

@@ -162,7 +162,8 @@ async fn run_with_topic(
         args.cores_per_worker
     );
 
-    let cluster = LocalCluster::start(args.workers, args.cores_per_worker, &run_dir.join("logs"))?;
+    let cluster =
+        LocalCluster::start_limited(args.workers, args.cores_per_worker, &run_dir.join("logs"), &args.limits)?;
     let sleet_before = total_cpu_seconds(&cluster.pids());
     let broker_before = broker_cpu();
     let started = std::time::Instant::now();
@@ -237,6 +238,7 @@ async fn run_with_topic(
             "combine": !args.no_combine,
             "bad_fraction": args.bad_fraction,
             "seed": args.ysb.seed,
+            "worker_limits": args.limits.config_json(),
         }),
         rate: probe.rate,
         batch_interval_ms: args.ysb.batch_interval_ms(),

@@ -68,6 +68,9 @@ pub struct BenchYsbArgs {
     /// JSON-lines files, and check them read back from it.
     #[arg(long)]
     pub sink_kafka: bool,
+    /// Resource limits of every worker, for engineering a network- or disk-bound run.
+    #[command(flatten)]
+    pub limits: crate::worker_limits::WorkerLimits,
 }
 
 /// `" | group 8, overhead 6.1% | bottleneck cpu"` for status lines: the group under group
@@ -297,7 +300,8 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         args.ysb.scheduling.describe(),
         if args.no_combine { ", no combine" } else { "" }
     );
-    let cluster = LocalCluster::start(args.workers, args.cores_per_worker, &run_dir.join("logs"))?;
+    let cluster =
+        LocalCluster::start_limited(args.workers, args.cores_per_worker, &run_dir.join("logs"), &args.limits)?;
     let started = std::time::Instant::now();
     let gave_up = Arc::new(AtomicBool::new(false));
     let give_up = Arc::new(tokio::sync::Notify::new());
@@ -340,6 +344,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             "bad_fraction": args.bad_fraction,
             "seed": args.ysb.seed,
             "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
+            "worker_limits": args.limits.config_json(),
         }),
         rate: probe.rate,
         batch_interval_ms: args.ysb.batch_interval_ms(),

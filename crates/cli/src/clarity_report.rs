@@ -20,17 +20,16 @@ pub const YSB_DECODE_SHARE: f64 = 0.92;
 /// uniformly): the rows a map task would shuffle without combining, per event in.
 pub const YSB_FILTER_SHARE: f64 = 1.0 / 3.0;
 
-/// The what-if parameters for a run: the caller's, or the defaults. Without combining, the
-/// combine ratio is unknown from the records and stays 1 (no change) unless given; with it,
-/// it is estimated as the rows the reduce side took in over the rows the map side would have
-/// shuffled (`estimated_combine_ratio`).
+/// The what-if parameters for a run: the caller's, or the defaults. The combine ratio is
+/// estimated (`estimated_combine_ratio`) unless given: from the rows the reduce side took in
+/// when the run combined, from ysb's key count when it did not.
 pub fn whatif_params(
     run: &RunSamples,
     combine_in_baseline: bool,
     decode_share: Option<f64>,
     combine_ratio: Option<f64>,
 ) -> WhatIfParams {
-    let estimated = combine_in_baseline.then(|| estimated_combine_ratio(run)).flatten();
+    let estimated = estimated_combine_ratio(run, combine_in_baseline);
     WhatIfParams {
         decode_share: decode_share.unwrap_or(YSB_DECODE_SHARE),
         combine_ratio: combine_ratio.or(estimated).unwrap_or(1.0),
@@ -38,18 +37,38 @@ pub fn whatif_params(
     }
 }
 
+/// The shuffled rows with map-side combining ÷ without, in (0, 1]; `None` without map (or,
+/// for a combining run, reduce) tasks.
+pub fn estimated_combine_ratio(run: &RunSamples, combine_in_baseline: bool) -> Option<f64> {
+    if combine_in_baseline {
+        measured_combine_ratio(run)
+    } else {
+        keyed_combine_ratio(run)
+    }
+}
+
+/// Without combining, a ysb map task would combine its views into one row per campaign (a
+/// 100 ms batch lies inside one 10 s window): `CAMPAIGNS` ÷ (events in × `YSB_FILTER_SHARE`)
+/// per map task, on average. Every campaign appears once a task holds a few hundred views,
+/// which is why the count of campaigns, not of the views' distinct keys, is the numerator.
+fn keyed_combine_ratio(run: &RunSamples) -> Option<f64> {
+    let (map_tasks, map_in) = records_in(run, true);
+    let views = map_in as f64 / map_tasks.max(1) as f64 * YSB_FILTER_SHARE;
+    (views > 0.0).then(|| (sleet_connectors::ysb::CAMPAIGNS as f64 / views).clamp(1e-6, 1.0))
+}
+
 /// With map-side combining: reduce rows in ÷ (map events in × `YSB_FILTER_SHARE`), in (0, 1].
-/// `None` without map or reduce tasks.
-pub fn estimated_combine_ratio(run: &RunSamples) -> Option<f64> {
-    let records = |map: bool| -> u64 {
-        run.tasks
-            .iter()
-            .filter(|task| task.monotasks.iter().any(|m| m.kind == MonotaskKind::MapCompute) == map)
-            .map(|task| task.records_in)
-            .sum()
-    };
-    let (map_in, reduce_in) = (records(true), records(false));
+fn measured_combine_ratio(run: &RunSamples) -> Option<f64> {
+    let ((_, map_in), (_, reduce_in)) = (records_in(run, true), records_in(run, false));
     (map_in > 0 && reduce_in > 0).then(|| (reduce_in as f64 / (map_in as f64 * YSB_FILTER_SHARE)).clamp(1e-6, 1.0))
+}
+
+/// The map (or reduce) tasks' count and records in.
+fn records_in(run: &RunSamples, map: bool) -> (usize, u64) {
+    run.tasks
+        .iter()
+        .filter(|task| task.monotasks.iter().any(|m| m.kind == MonotaskKind::MapCompute) == map)
+        .fold((0, 0), |(tasks, records), task| (tasks + 1, records + task.records_in))
 }
 
 /// The samples of the batches that closed after `warm_ms`: the analyses describe the same

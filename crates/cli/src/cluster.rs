@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::worker_limits::WorkerLimits;
+
 pub struct LocalCluster {
     pub driver_address: String,
     driver: Child,
@@ -18,6 +20,8 @@ pub struct LocalCluster {
     /// The binary the cluster runs, resolved once: a rebuild that replaces the file while
     /// the cluster runs must not stop it from starting one more worker.
     exe: PathBuf,
+    /// Every worker's resource limits, replacements included.
+    limits: WorkerLimits,
 }
 
 /// How long children get to exit after a shutdown request before they are killed.
@@ -25,6 +29,16 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 impl LocalCluster {
     pub fn start(workers: u32, cores_per_worker: u32, log_dir: &Path) -> Result<LocalCluster> {
+        LocalCluster::start_limited(workers, cores_per_worker, log_dir, &WorkerLimits::default())
+    }
+
+    /// A cluster whose workers run under `limits` (experiments' bandwidth limits).
+    pub fn start_limited(
+        workers: u32,
+        cores_per_worker: u32,
+        log_dir: &Path,
+        limits: &WorkerLimits,
+    ) -> Result<LocalCluster> {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
         let exe = std::env::current_exe().context("locating the sleet binary")?;
         let driver_log = log_file(log_dir, "driver.log")?;
@@ -46,8 +60,14 @@ impl LocalCluster {
                 return Err(error.context(format!("see {}", log_dir.join("driver.log").display())));
             }
         };
-        let mut cluster =
-            LocalCluster { driver_address, driver, workers: Vec::new(), log_dir: log_dir.to_path_buf(), exe };
+        let mut cluster = LocalCluster {
+            driver_address,
+            driver,
+            workers: Vec::new(),
+            log_dir: log_dir.to_path_buf(),
+            exe,
+            limits: limits.clone(),
+        };
         for index in 1..=workers {
             cluster.add_worker(&format!("worker-{index}"), cores_per_worker)?;
         }
@@ -61,6 +81,7 @@ impl LocalCluster {
         let child = child_command(&self.exe)
             .args(["worker", "--driver", &self.driver_address, "--cores", &cores_per_worker.to_string()])
             .args(["--name", name])
+            .args(self.limits.worker_args())
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

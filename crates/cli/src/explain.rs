@@ -57,11 +57,19 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
             Some(_) => "given by --decode-share",
             None => "measured for ysb's map stage",
         },
-        combine_ratio: match (args.combine_ratio, loaded.combine && estimated_combine_ratio(&loaded.samples).is_some())
-        {
-            (Some(_), _) => "given by --combine-ratio",
-            (None, true) => "estimated from this run: reduce rows in ÷ a third of the map events in (ysb's filter)",
-            (None, false) => "unknown without a combining run, so 1 (no change): pass --combine-ratio",
+        combine_ratio: match (
+            args.combine_ratio,
+            estimated_combine_ratio(&loaded.samples, loaded.combine).is_some(),
+            loaded.combine,
+        ) {
+            (Some(_), _, _) => "given by --combine-ratio",
+            (None, true, true) => {
+                "estimated from this run: reduce rows in ÷ a third of the map events in (ysb's filter)"
+            }
+            (None, true, false) => {
+                "estimated for ysb: 100 campaigns ÷ a map task's views (a third of its events), per batch"
+            }
+            (None, false, _) => "unknown without map tasks, so 1 (no change): pass --combine-ratio",
         },
     };
     print!("{}", explain(&args.result, &loaded, &params, &sources, &scenarios));

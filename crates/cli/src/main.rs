@@ -1,10 +1,12 @@
 //! The `sleet` binary: run a local demo, a driver, a worker, submit jobs, run benchmarks.
 
 mod batch_figures;
+mod bench_bottleneck;
 mod bench_chaos;
 mod bench_kafka;
 mod bench_recovery;
 mod bench_sched;
+mod bench_whatif;
 mod bench_ysb;
 mod clarity_report;
 mod client;
@@ -21,6 +23,8 @@ mod rate_search;
 mod run_dir;
 mod scheduler_args;
 mod shuffle_check;
+mod worker_limits;
+mod ysb_case;
 mod ysb_check;
 mod ysb_input;
 mod ysb_job;
@@ -95,6 +99,8 @@ enum Command {
         advertise: Option<String>,
         #[arg(long)]
         name: Option<String>,
+        #[command(flatten)]
+        limits: worker_limits::WorkerLimits,
     },
     /// Submit a job file to a driver and follow it until it ends.
     Submit {
@@ -160,7 +166,7 @@ enum GenWorkload {
 #[derive(Subcommand)]
 enum BenchWorkload {
     /// The Yahoo Streaming Benchmark (WORKLOADS §1).
-    Ysb(bench_ysb::BenchYsbArgs),
+    Ysb(Box<bench_ysb::BenchYsbArgs>),
     /// Scheduling micro-benchmark: one stage of tiny tasks (WORKLOADS §4).
     Sched(bench_sched::BenchSchedArgs),
     /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle (WORKLOADS §4).
@@ -171,6 +177,12 @@ enum BenchWorkload {
     /// ysb while workers are killed or frozen at random times and replaced: results must
     /// equal the ground truth with no committed row twice.
     Chaos(bench_chaos::BenchChaosArgs),
+    /// Engineers cpu-, network-, disk-, source- and coordination-bound ysb runs and checks
+    /// that the performance model names the engineered bottleneck in every repeat.
+    Bottleneck(bench_bottleneck::BenchBottleneckArgs),
+    /// Validates the what-if answers: baseline, prediction from its records, changed run,
+    /// for seven scenarios; medians of the repeats, predicted against measured batch time.
+    Whatif(bench_whatif::BenchWhatifArgs),
 }
 
 /// After Ctrl-C, how long a command gets to stop its job and print what ran before the
@@ -269,7 +281,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             };
             sleet_driver::run(config).await.context("driver failed")?;
         }
-        Command::Worker { driver, cores, listen, advertise, name } => {
+        Command::Worker { driver, cores, listen, advertise, name, limits } => {
             let config = sleet_worker::WorkerConfig {
                 driver_address: driver,
                 cores,
@@ -277,6 +289,9 @@ async fn run(command: Command) -> Result<ExitCode> {
                 advertise,
                 name: name.unwrap_or_else(|| format!("worker-pid-{}", std::process::id())),
                 fetches_in_flight_max: 16,
+                net_bytes_per_s: limits.net_bandwidth,
+                disk_bytes_per_s: limits.disk_bandwidth,
+                sync_writes: limits.sync_writes,
             };
             sleet_worker::run(config).await.context("worker failed")?;
         }
@@ -331,7 +346,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&produced)?);
         }
         Command::Bench { workload: BenchWorkload::Ysb(args) } => {
-            if !bench_ysb::run(args).await? {
+            if !bench_ysb::run(*args).await? {
                 eprintln!("sleet: the results do not match the ground truth");
                 return Ok(ExitCode::from(2));
             }
@@ -340,6 +355,16 @@ async fn run(command: Command) -> Result<ExitCode> {
             if !bench_sched::run(bench_sched::Shape::Sched, args).await? {
                 eprintln!("sleet: some batches did not run every task exactly once");
                 return Ok(ExitCode::from(2));
+            }
+        }
+        Command::Bench { workload: BenchWorkload::Bottleneck(args) } => {
+            if !bench_bottleneck::run(args).await? {
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+        Command::Bench { workload: BenchWorkload::Whatif(args) } => {
+            if !bench_whatif::run(args).await? {
+                return Ok(ExitCode::FAILURE);
             }
         }
         Command::Bench { workload: BenchWorkload::Chaos(args) } => {

@@ -197,3 +197,31 @@ fn explain_says_why_it_cannot_read_a_file() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success() && stderr.contains("`cores=two`"), "a bad scenario: {stderr}");
 }
+
+/// The workers' bandwidth limits end to end: `sleet bench bottleneck` engineers a network- and
+/// a disk-bound run, the model names each, and the throughput it derives from the records
+/// never exceeds the limit (the limiter's waiting is inside the monotasks).
+#[test]
+fn bandwidth_limits_make_the_model_name_the_network_and_the_disk() {
+    let dir = test_dir("clarity_bottleneck");
+    let json = dir.join("bottleneck.json");
+    let mut command = sleet();
+    command.args(["bench", "bottleneck", "--cases", "net,disk", "--repeats", "1"]);
+    command.args(["--duration", &DURATION_S.to_string(), "--warmup", "2"]);
+    command.arg("--json").arg(&json).arg("--out").arg(&dir);
+    let output = run_with_limit(command, Duration::from_secs(2 * DURATION_S + 90));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "bench bottleneck failed: {:?}\n{stderr}", output.status);
+    let result: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).expect("the result file")).expect("JSON");
+    let runs = result["runs"].as_array().expect("runs");
+    let named: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|run| (run["expected"].as_str().unwrap_or("?"), run["named"].as_str().unwrap_or("?")))
+        .collect();
+    assert_eq!(named, [("net", "net"), ("disk", "disk")], "{result}");
+    for (run, field, limit) in [(&runs[0], "net_bytes_per_s", 1e6), (&runs[1], "disk_bytes_per_s", 80e3)] {
+        let derived = number(&run["model"]["throughputs"][field], field);
+        assert!(derived <= 1.05 * limit, "{field} {derived} over the limit {limit}");
+    }
+}

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod announce;
+pub mod bandwidth;
 pub mod block_store;
 pub mod error;
 pub mod heartbeat;

@@ -21,6 +21,8 @@ use tokio::sync::{oneshot, Semaphore};
 
 use sleet_wire::clock::now_us;
 
+use crate::bandwidth::BandwidthLimit;
+
 type Job = Box<dyn FnOnce() + Send + 'static>;
 
 /// The scheduler of one resource. Every monotask it runs is recorded under that resource:
@@ -28,6 +30,9 @@ type Job = Box<dyn FnOnce() + Send + 'static>;
 pub struct ResourcePool {
     resource: Resource,
     runner: Runner,
+    /// An experiment's bandwidth limit: a monotask ends only when its bytes have had their
+    /// time on the resource (`bandwidth`), and that time is part of its run time.
+    limit: Option<Arc<BandwidthLimit>>,
 }
 
 enum Runner {
@@ -68,13 +73,22 @@ impl ResourcePool {
                 })
                 .expect("spawning a pool thread");
         }
-        ResourcePool { resource, runner: Runner::Threads { sender, slots: Arc::new(Semaphore::new(queue_len_max)) } }
+        ResourcePool {
+            resource,
+            runner: Runner::Threads { sender, slots: Arc::new(Semaphore::new(queue_len_max)) },
+            limit: None,
+        }
     }
 
     /// A pool for one core that runs each monotask on the submitting thread (see the module
     /// docs for when that is the better choice).
     pub fn inline(resource: Resource) -> Self {
-        ResourcePool { resource, runner: Runner::Inline }
+        ResourcePool { resource, runner: Runner::Inline, limit: None }
+    }
+
+    /// The same pool with its monotasks held to `limit` bytes per second.
+    pub fn with_limit(self, limit: Option<Arc<BandwidthLimit>>) -> Self {
+        ResourcePool { limit, ..self }
     }
 
     pub fn resource(&self) -> Resource {
@@ -88,8 +102,12 @@ impl ResourcePool {
         body: impl FnOnce() -> Measured<T> + Send + 'static,
     ) -> (T, MonotaskRecord) {
         let resource = self.resource;
+        let limit = self.limit.clone();
         self.dispatch(move |queued_at_us, started_at_us| {
             let measured = body();
+            if let Some(limit) = &limit {
+                limit.wait_blocking(started_at_us, measured.bytes);
+            }
             (measured.value, finished_record(kind, resource, measured.bytes, queued_at_us, started_at_us))
         })
         .await
@@ -107,6 +125,9 @@ impl ResourcePool {
         second_kind: MonotaskKind,
         second: impl FnOnce(A) -> Measured<B> + Send + 'static,
     ) -> (B, [MonotaskRecord; 2]) {
+        // A chain records its second monotask's start without a clock read, which a limit's
+        // waiting would make wrong; chains run on the cpu, which has no limit.
+        assert!(self.limit.is_none(), "a chain runs on a pool without a bandwidth limit");
         let resource = self.resource;
         self.dispatch(move |queued_at_us, started_at_us| {
             let measured = first();

@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::announce::Announcer;
+use crate::bandwidth::BandwidthLimit;
 use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 use crate::job::JobRuntime;
@@ -38,6 +39,13 @@ pub struct WorkerConfig {
     pub name: String,
     /// Shuffle fetches in flight at once (the network scheduler's bound).
     pub fetches_in_flight_max: usize,
+    /// Experiments' limits (`bandwidth`): bytes/s this worker moves over the network (the
+    /// shuffle blocks it fetches and its blocking network monotasks, on one link), and
+    /// writes to its disk.
+    pub net_bytes_per_s: Option<u64>,
+    pub disk_bytes_per_s: Option<u64>,
+    /// Sync every sink write on the disk to the device before it counts as done.
+    pub sync_writes: bool,
 }
 
 /// Bound on messages queued towards the driver; a full queue slows task completion.
@@ -94,6 +102,8 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
         Duration::from_millis(heartbeat_interval_ms.max(1)),
     )?;
 
+    // One link for every network monotask of the worker: fetches and blocking transfers share it.
+    let net_limit = BandwidthLimit::new(config.net_bytes_per_s).map(Arc::new);
     let ctx = Arc::new(WorkerContext {
         worker,
         shuffle_address: shuffle_address.clone(),
@@ -101,10 +111,13 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
             0 | 1 => ResourcePool::inline(Resource::Cpu),
             cores => ResourcePool::new(Resource::Cpu, cores as usize, MONOTASK_QUEUE_LEN_MAX),
         },
-        disk: ResourcePool::new(Resource::Disk, 1, MONOTASK_QUEUE_LEN_MAX),
+        disk: ResourcePool::new(Resource::Disk, 1, MONOTASK_QUEUE_LEN_MAX)
+            .with_limit(BandwidthLimit::new(config.disk_bytes_per_s).map(Arc::new)),
         net: Arc::new(Semaphore::new(config.fetches_in_flight_max.max(1))),
         // Two threads: a source partition's read overlaps another's, or a sink's write.
-        net_blocking: ResourcePool::new(Resource::Net, 2, MONOTASK_QUEUE_LEN_MAX),
+        net_blocking: ResourcePool::new(Resource::Net, 2, MONOTASK_QUEUE_LEN_MAX).with_limit(net_limit.clone()),
+        net_limit,
+        sync_writes: config.sync_writes,
         store,
         shuffle: Arc::new(ShuffleClient::default()),
         announcer: Announcer::new(worker, shuffle_address, announced_tx),

@@ -29,6 +29,7 @@ use sleet_wire::{
 use tokio::sync::Semaphore;
 
 use crate::announce::Announcer;
+use crate::bandwidth::BandwidthLimit;
 use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 use crate::job::JobRuntime;
@@ -47,6 +48,12 @@ pub struct WorkerContext {
     /// The network scheduler of blocking monotasks: sources and sinks that talk to an
     /// outside system (Kafka) with blocking calls.
     pub net_blocking: ResourcePool,
+    /// The experiment's limit on the network's bytes per second, which shuffle fetches wait
+    /// for inside their monotask (`bandwidth`); the blocking network pool shares it.
+    pub net_limit: Option<Arc<BandwidthLimit>>,
+    /// Sync each sink write on the disk before it counts as done (`--sync-writes`): a disk
+    /// write then costs the device's time, not the page cache's.
+    pub sync_writes: bool,
     pub store: Arc<BlockStore>,
     pub shuffle: Arc<ShuffleClient>,
     /// Pushes map output metadata to the owners of reduce partitions (group scheduling).
@@ -237,10 +244,12 @@ async fn execute(
     }
     if let Some(sink) = sink.filter(|_| !writes.sink_bytes.is_empty()) {
         let sink_bytes = writes.sink_bytes;
+        let sync = ctx.sync_writes && sink.resource() == Resource::Disk;
         // Boxed for the same reason as the fetch: only tasks that write need this state.
         let (result, record) = Box::pin(ctx.pool(sink.resource())?.run(MonotaskKind::SinkWrite, move || {
             let bytes = sink_bytes.len() as u64;
-            Measured { value: sink.write(task.batch, &sink_bytes), bytes }
+            let written = sink.write(task.batch, &sink_bytes).and_then(|()| if sync { sink.flush() } else { Ok(()) });
+            Measured { value: written, bytes }
         }))
         .await;
         monotasks.push(record);
@@ -381,10 +390,15 @@ async fn fetch_blocks(
             let _permit = ctx.net.acquire().await.expect("net scheduler is never closed");
             let started_at_us = now_us();
             let result = ctx.shuffle.fetch(&address, ids).await;
+            let bytes = result.as_ref().map_or(0, |(_, bytes)| *bytes);
+            if let Some(limit) = &ctx.net_limit {
+                // Under the permit: a limited link is still a fetch in flight.
+                limit.wait(started_at_us, bytes).await;
+            }
             let record = MonotaskRecord {
                 kind: MonotaskKind::ShuffleFetch,
                 resource: Resource::Net,
-                bytes: result.as_ref().map_or(0, |(_, bytes)| *bytes),
+                bytes,
                 queued_at_us,
                 started_at_us,
                 finished_at_us: now_us(),

@@ -1,0 +1,235 @@
+//! `sleet bench whatif`: validates the what-if answers. For each scenario it runs a baseline,
+//! predicts the changed configuration's batch time from the baseline's records alone
+//! (`sleet_clarity::predict`), runs the changed configuration, and compares the medians of the
+//! runs: the prediction should be within 15 % of the measured batch time.
+//!
+//! A batch's time is its processing time (`BatchSample::processing_us`), the mean over the
+//! batches after the warm-up; rates are fixed below capacity so that every run keeps up and
+//! the batch time, not a backlog, is what is compared. Baselines shared by several scenarios
+//! run once per repeat.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use sleet_clarity::{parse_scenarios, predict};
+
+use crate::bench_ysb::write_output;
+use crate::clarity_report::whatif_params;
+use crate::ysb_case::{median, model_terms, pick, run_ysb, samples, RepeatArgs};
+
+/// A prediction within this share of the measured batch time holds (issue 14).
+pub const TARGET_ERROR: f64 = 0.15;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchWhatifArgs {
+    #[command(flatten)]
+    pub runs: RepeatArgs,
+    /// The scenarios to run, comma-separated: workers, cores, combine-off, combine-on,
+    /// interval, disk, net [default: all].
+    #[arg(long, value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    #[command(flatten)]
+    pub output: crate::run_dir::BenchOutputArgs,
+}
+
+/// One change: the baseline's and the changed run's `bench ysb` flags, and the what-if that
+/// predicts one from the other.
+struct Scenario {
+    name: &'static str,
+    label: &'static str,
+    baseline: &'static str,
+    changed: &'static str,
+    what_if: &'static str,
+}
+
+const ONE_WORKER: &str = "--workers 1 --batch-interval 100ms --rate 300000";
+const TWO_WORKERS: &str = "--workers 2 --batch-interval 100ms --rate 500000";
+
+const SCENARIOS: [Scenario; 7] = [
+    Scenario {
+        name: "workers",
+        label: "workers 1 → 2",
+        baseline: ONE_WORKER,
+        changed: "--workers 2 --batch-interval 100ms --rate 300000",
+        what_if: "workers=2",
+    },
+    Scenario {
+        name: "cores",
+        label: "cores 1 → 2 on one worker",
+        baseline: ONE_WORKER,
+        changed: "--workers 1 --cores-per-worker 2 --batch-interval 100ms --rate 300000",
+        what_if: "cores=2",
+    },
+    Scenario {
+        name: "combine-off",
+        label: "map-side combine off",
+        baseline: TWO_WORKERS,
+        changed: "--workers 2 --batch-interval 100ms --rate 500000 --no-combine",
+        what_if: "combine=off",
+    },
+    Scenario {
+        name: "combine-on",
+        label: "map-side combine on",
+        baseline: "--workers 2 --batch-interval 100ms --rate 500000 --no-combine",
+        changed: TWO_WORKERS,
+        what_if: "combine=on",
+    },
+    Scenario {
+        name: "interval",
+        label: "batch interval × 2",
+        baseline: TWO_WORKERS,
+        changed: "--workers 2 --batch-interval 200ms --rate 500000",
+        what_if: "interval=200",
+    },
+    Scenario {
+        name: "disk",
+        label: "disk throughput ÷ 4",
+        baseline: "--workers 2 --batch-interval 100ms --rate 100000 --disk-bandwidth 400K --sync-writes",
+        changed: "--workers 2 --batch-interval 100ms --rate 100000 --disk-bandwidth 100K --sync-writes",
+        what_if: "disk=0.25",
+    },
+    Scenario {
+        name: "net",
+        label: "network throughput ÷ 4",
+        baseline: "--workers 2 --batch-interval 100ms --rate 100000 --no-combine --net-bandwidth 4M",
+        changed: "--workers 2 --batch-interval 100ms --rate 100000 --no-combine --net-bandwidth 1M",
+        what_if: "net=0.25",
+    },
+];
+
+pub async fn run(args: BenchWhatifArgs) -> Result<bool> {
+    args.runs.check()?;
+    let chosen = pick(&SCENARIOS, |scenario| scenario.name.to_string(), &args.scenarios, "--scenarios")?;
+    let run_dir = args.output.prepare("bench-whatif")?;
+    let outcome = run_scenarios(&args, &chosen, &run_dir.path).await;
+    run_dir.finish(outcome.is_ok());
+    outcome
+}
+
+/// One run's figures: its batch time, and for a baseline the prediction it makes.
+#[derive(Debug, Clone)]
+struct RunFigures {
+    json: serde_json::Value,
+    measured_us: f64,
+}
+
+async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir: &std::path::Path) -> Result<bool> {
+    // Every distinct configuration runs `repeats` times, in rounds, so that a slow spell of
+    // the machine spreads over the configurations instead of falling on one.
+    let mut configurations: Vec<&str> = Vec::new();
+    for scenario in scenarios {
+        for flags in [scenario.baseline, scenario.changed] {
+            if !configurations.contains(&flags) {
+                configurations.push(flags);
+            }
+        }
+    }
+    let mut runs: BTreeMap<&str, Vec<RunFigures>> = BTreeMap::new();
+    let total = configurations.len() as u32 * args.runs.repeats;
+    let mut done = 0;
+    for repeat in 1..=args.runs.repeats {
+        for flags in &configurations {
+            done += 1;
+            let flags_with_length = args.runs.with_length(flags);
+            eprintln!("bench whatif: run {done} of {total} (repeat {repeat}): ysb {}", flags_with_length.join(" "));
+            let result = run_ysb(&flags_with_length, run_dir).await?;
+            crate::interrupt::check()?;
+            let measured_us = result["clarity"]["analysis"]["model"]["measured_us"]
+                .as_f64()
+                .context("the run's result holds no measured batch time")?;
+            eprintln!("  batch time {:.2} ms, stable {}", measured_us / 1000.0, result["stable"]);
+            runs.entry(flags).or_default().push(RunFigures { json: result, measured_us });
+        }
+    }
+
+    let mut rows = Vec::new();
+    let mut all_within = true;
+    println!("| scenario | baseline ms | predicted ms | measured ms | error |");
+    println!("|---|---|---|---|---|");
+    for scenario in scenarios {
+        let spec = parse_scenarios(scenario.what_if)?;
+        let baselines = &runs[scenario.baseline];
+        let changed = &runs[scenario.changed];
+        let mut predictions = Vec::new();
+        for baseline in baselines {
+            let run = samples(&baseline.json)?;
+            let combine = baseline.json["config"]["combine"].as_bool().unwrap_or(true);
+            let params = whatif_params(&run, combine, None, None);
+            predictions.push(predict(&run, &params, &spec));
+        }
+        let predicted_us: Vec<f64> = predictions.iter().map(|prediction| prediction.predicted_batch_us).collect();
+        let median_of = |values: Vec<f64>| median(&values).unwrap_or(f64::NAN);
+        let baseline_ms = median_of(baselines.iter().map(|run| run.measured_us).collect()) / 1000.0;
+        let predicted_ms = median_of(predicted_us.clone()) / 1000.0;
+        let measured_ms = median_of(changed.iter().map(|run| run.measured_us).collect()) / 1000.0;
+        let error = (predicted_ms - measured_ms) / measured_ms;
+        let within = error.abs() <= TARGET_ERROR;
+        all_within &= within;
+        println!(
+            "| {} (`{}`) | {baseline_ms:.2} | {predicted_ms:.2} | {measured_ms:.2} | {:+.1} %{} |",
+            scenario.label,
+            scenario.what_if,
+            error * 100.0,
+            if within { "" } else { " (over 15 %)" }
+        );
+        rows.push(json!({
+            "scenario": scenario.name,
+            "label": scenario.label,
+            "what_if": scenario.what_if,
+            "baseline_flags": scenario.baseline,
+            "changed_flags": scenario.changed,
+            "runs_each": args.runs.repeats,
+            "baseline_batch_ms_median": baseline_ms,
+            "predicted_batch_ms_median": predicted_ms,
+            "measured_batch_ms_median": measured_ms,
+            "error": error,
+            "within_target": within,
+            "baseline_runs": baselines.iter().zip(&predictions).map(|(run, prediction)| json!({
+                "batch_ms": run.measured_us / 1000.0,
+                "stable": run.json["stable"],
+                "bottleneck": run.json["clarity"]["bottleneck"],
+                "model": model_terms(&run.json),
+                "prediction": prediction,
+            })).collect::<Vec<_>>(),
+            "changed_runs": changed.iter().map(|run| json!({
+                "batch_ms": run.measured_us / 1000.0,
+                "stable": run.json["stable"],
+                "bottleneck": run.json["clarity"]["bottleneck"],
+                "model": model_terms(&run.json),
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    if let Some(path) = &args.output.json {
+        let result = json!({
+            "benchmark": "whatif",
+            "engine": "sleet",
+            "version": env!("CARGO_PKG_VERSION"),
+            "config": args.runs.config_json(),
+            "target_error": TARGET_ERROR,
+            "definition": "batch time: mean processing time per batch after the warm-up (close or first task, \
+                           whichever is later, to the last task's end); predicted from each baseline run's \
+                           records, medians over the runs",
+            "all_within_target": all_within,
+            "scenarios": rows,
+        });
+        write_output(path, &(serde_json::to_string_pretty(&result)? + "\n"))?;
+    }
+    Ok(all_within)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ysb_case::split_flags;
+
+    #[test]
+    fn every_scenario_parses() {
+        for scenario in &SCENARIOS {
+            for flags in [scenario.baseline, scenario.changed] {
+                crate::ysb_case::ysb_args(&split_flags(flags)).expect("ysb flags parse");
+            }
+            assert_eq!(parse_scenarios(scenario.what_if).expect("what-if parses").len(), 1, "{}", scenario.what_if);
+        }
+    }
+}
