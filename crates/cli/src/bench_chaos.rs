@@ -27,6 +27,8 @@ use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
 use crate::ysb_report::{evaluate, RunPlan};
+use sleet_kafka::admin::{delete_topic, ensure_topic};
+use sleet_kafka::cluster::Cluster;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchChaosArgs {
@@ -50,8 +52,46 @@ pub struct BenchChaosArgs {
     /// it is cut off); woken, it finds itself fenced and exits.
     #[arg(long, value_parser = crate::duration_arg::millis, default_value = "1500ms")]
     pub stop_for: Duration,
+    /// The signals to pick from, each strike one at random: KILL (dies), STOP (freezes, is
+    /// cut off by the heartbeat timeout), TERM (leaves at the next checkpoint, nothing re-run).
+    #[arg(long, value_delimiter = ',', default_value = "KILL,STOP")]
+    pub signals: Vec<ChaosSignal>,
+    /// Results to a Kafka topic of this run (exactly once, by transactions) on --brokers,
+    /// checked by a read_committed read, instead of to JSON-lines files.
+    #[arg(long)]
+    pub sink_kafka: bool,
+    /// Kafka brokers for --sink-kafka (`scripts/kafka.sh start` runs one on 127.0.0.1:9092).
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    pub brokers: String,
     #[command(flatten)]
     pub output: crate::run_dir::BenchOutputArgs,
+}
+
+/// A signal the chaos sends to a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum ChaosSignal {
+    Kill,
+    Stop,
+    Term,
+}
+
+impl ChaosSignal {
+    fn number(self) -> i32 {
+        match self {
+            ChaosSignal::Kill => libc::SIGKILL,
+            ChaosSignal::Stop => libc::SIGSTOP,
+            ChaosSignal::Term => libc::SIGTERM,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ChaosSignal::Kill => "KILL",
+            ChaosSignal::Stop => "STOP",
+            ChaosSignal::Term => "TERM",
+        }
+    }
 }
 
 /// Batch 0 starts this long after submission, so the workers have registered.
@@ -86,6 +126,7 @@ pub async fn run(args: BenchChaosArgs) -> Result<bool> {
         show(args.duration),
         (QUIET_START_MS + QUIET_END_MS) / 1000 + 1
     );
+    anyhow::ensure!(!args.signals.is_empty(), "--signals needs at least one of KILL, STOP, TERM");
     let run_dir = args.output.prepare("bench-chaos")?;
     let outcome = run_chaos(&args, &run_dir.path).await;
     let interrupted = outcome.as_ref().is_err_and(|error| error.is::<Interrupted>());
@@ -94,8 +135,35 @@ pub async fn run(args: BenchChaosArgs) -> Result<bool> {
 }
 
 async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
+    if !args.sink_kafka {
+        return run_chaos_into(args, dir, None).await;
+    }
+    let topic = format!("sleet-chaos-{}-{}-results", std::process::id(), now_ms());
+    let partitions = args.workers;
+    let (brokers, name) = (args.brokers.clone(), topic.clone());
+    tokio::task::spawn_blocking(move || ensure_topic(&mut Cluster::new(&brokers), &name, partitions))
+        .await?
+        .with_context(|| {
+            format!("creating the results topic on {} (is a broker running? `scripts/kafka.sh start`)", args.brokers)
+        })?;
+    let outcome = run_chaos_into(args, dir, Some(&topic)).await;
+    for name in [topic.clone(), sleet_connectors::sink::marker_topic(&topic)] {
+        let brokers = args.brokers.clone();
+        if let Ok(Err(error)) =
+            tokio::task::spawn_blocking(move || delete_topic(&mut Cluster::new(&brokers), &name)).await
+        {
+            eprintln!("  note: a topic of this run was not deleted: {error}");
+        }
+    }
+    outcome
+}
+
+async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&str>) -> Result<bool> {
     let (results_dir, dead_letter_dir) = clear_run_outputs(dir)?;
-    let sink = SinkSpec::JsonLines { dir: results_dir.display().to_string() };
+    let sink = match sink_topic {
+        Some(topic) => crate::ysb_job::kafka_sink(&args.brokers, topic),
+        None => SinkSpec::JsonLines { dir: results_dir.display().to_string() },
+    };
     let start_ms = BatchClock::aligned_after(now_ms() + START_DELAY_MS, args.ysb.batch_interval_ms() as i64).start_ms;
     let options = crate::ysb_job::YsbOptions {
         dead_letter_dir: Some(dead_letter_dir.display().to_string()),
@@ -122,7 +190,7 @@ async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
     );
     let cluster = LocalCluster::start(args.workers, 1, &dir.join("logs"))?;
     let address = cluster.driver_address.clone();
-    let chaos = tokio::spawn(strike(cluster, times, args.chaos_seed, args.stop_for));
+    let chaos = tokio::spawn(strike(cluster, times, args.chaos_seed, args.stop_for, args.signals.clone()));
     let summary = run_job_with_status(&address, job).await;
     if summary.is_err() {
         // Dropping the cluster inside the aborted task stops its processes.
@@ -147,6 +215,8 @@ async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
             "scheduler": args.ysb.scheduling.scheduler.to_string(),
             "rate": args.ysb.rate,
             "kills": args.kills,
+            "signals": args.signals.iter().map(|signal| signal.name()).collect::<Vec<_>>(),
+            "sink": if sink_topic.is_some() { "kafka" } else { "json_lines" },
             "chaos_seed": args.chaos_seed,
             "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
         }),
@@ -158,15 +228,25 @@ async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
         input: None,
         sink_rows: None,
     };
+    let rows = match sink_topic {
+        Some(topic) => {
+            let (brokers, topic) = (args.brokers.clone(), topic.to_string());
+            tokio::task::spawn_blocking(move || sleet_connectors::sink::read_ysb_topic(&brokers, &topic))
+                .await?
+                .context("reading the results topic (read_committed)")?
+        }
+        None => sleet_connectors::sink::read_ysb_sink(&results_dir).context("reading the committed results")?,
+    };
+    let plan = RunPlan { sink_rows: sink_topic.map(|_| rows.clone()), ..plan };
     let report = evaluate(&plan, &summary, &results_dir)?;
-    let rows = sleet_connectors::sink::read_ysb_sink(&results_dir).context("reading the committed results")?;
     let duplicates = duplicate_rows(&rows);
     let correct = report.correct == Some(true) && duplicates == 0;
     eprintln!(
-        "bench chaos: {} signals, {} recoveries, {} workers joined, {} batches re-run; correct {}, {} committed rows twice",
+        "bench chaos: {} signals, {} recoveries, {} workers joined, {} left, {} batches re-run; correct {}, {} committed rows twice",
         strikes.len(),
         summary.recoveries.len(),
         summary.rebalances.iter().map(|rebalance| rebalance.joined.len()).sum::<usize>(),
+        summary.rebalances.iter().map(|rebalance| rebalance.left.len()).sum::<usize>(),
         summary.batches_rerun,
         report.correct == Some(true),
         duplicates
@@ -215,8 +295,9 @@ fn strike_times(seed: u64, count: u32, from_ms: i64, span_ms: i64) -> Vec<i64> {
         .collect()
 }
 
-/// The signaller: at each time, signals a live worker that is not frozen (KILL or STOP,
-/// half and half), wakes frozen ones after `stop_for`, and starts a replacement for each.
+/// The signaller: at each time, signals a live worker that is not frozen (a signal of
+/// `signals` at random), wakes frozen ones after `stop_for`, and starts a replacement for
+/// each.
 /// It always hands the cluster back, with the error that stopped it if one did: dropping
 /// the cluster here would kill the driver under the running job.
 async fn strike(
@@ -224,9 +305,10 @@ async fn strike(
     times: Vec<i64>,
     seed: u64,
     stop_for: Duration,
+    signals: Vec<ChaosSignal>,
 ) -> (LocalCluster, Vec<Strike>, Option<anyhow::Error>) {
     let mut strikes = Vec::new();
-    let error = strike_all(&mut cluster, times, seed, stop_for, &mut strikes).await.err();
+    let error = strike_all(&mut cluster, times, seed, stop_for, &signals, &mut strikes).await.err();
     (cluster, strikes, error)
 }
 
@@ -235,6 +317,7 @@ async fn strike_all(
     times: Vec<i64>,
     seed: u64,
     stop_for: Duration,
+    signals: &[ChaosSignal],
     strikes: &mut Vec<Strike>,
 ) -> Result<()> {
     let mut random = SplitMix(seed ^ 0x5eed);
@@ -257,8 +340,8 @@ async fn strike_all(
             continue;
         }
         let pid = candidates[(random.next() % candidates.len() as u64) as usize];
-        let (signal, name) =
-            if random.next().is_multiple_of(2) { (libc::SIGKILL, "KILL") } else { (libc::SIGSTOP, "STOP") };
+        let chosen = signals[(random.next() % signals.len() as u64) as usize];
+        let (signal, name) = (chosen.number(), chosen.name());
         signal_worker(pid, signal)?;
         if signal == libc::SIGSTOP {
             frozen.push((pid, now_ms() + stop_for.as_millis() as i64));
