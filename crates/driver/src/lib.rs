@@ -27,6 +27,7 @@ pub mod group_size;
 pub mod group_tracker;
 pub mod intake;
 pub mod job_link;
+pub mod job_state;
 pub mod liveness;
 pub mod membership;
 pub mod placement;
@@ -34,6 +35,7 @@ pub mod progress;
 pub mod recovery;
 pub mod samples;
 pub mod server;
+pub mod watchers;
 
 pub use coordinator::{run, DriverConfig};
 pub use error::DriverError;
