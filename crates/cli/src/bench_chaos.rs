@@ -209,7 +209,8 @@ async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
             "recoveries": summary.recoveries,
             "rebalances": summary.rebalances,
             "batches_rerun": summary.batches_rerun,
-            "batches": summary.batches_total,
+            "batches": summary.batches_before_restart + summary.batches_total,
+            "batches_before_restart": summary.batches_before_restart,
         });
         write_output(path, &(serde_json::to_string_pretty(&result)? + "\n"))?;
     }

@@ -400,6 +400,12 @@ fn print_summary(summary: &sleet_wire::JobSummary) {
         "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
         summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
     );
+    if summary.batches_before_restart > 0 {
+        println!(
+            "  the driver restarted and resumed the job at batch {}: the figures above count from there",
+            summary.batches_before_restart
+        );
+    }
     for recovery in &summary.recoveries {
         println!("  {}", client::describe_recovery(recovery));
     }

@@ -10,10 +10,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::recovery::{
-    assert_checkpoints_removed, assert_exact, assert_segments_cover_the_job, output_of, signal, sleep_until, submit,
-    worker, ysb_job,
+    assert_checkpoints_removed, assert_exact, assert_segments_cover_the_job, output_of, run_chaos_exactly, signal,
+    sleep_until, submit, worker, ysb_job,
 };
-use common::{run_with_limit, sleet, test_dir, wait_with_limit, Reaper};
+use common::{test_dir, wait_with_limit, Reaper};
 
 /// A driver and `workers` workers, the driver's log in `dir`.
 fn cluster(dir: &Path, workers: u32) -> (Reaper, String) {
@@ -118,18 +118,7 @@ fn a_worker_joins_and_another_leaves_a_running_job_at_checkpoints_with_nothing_r
 /// twice, and every signal led to a recovery.
 #[test]
 fn a_short_chaos_run_stays_exact_with_no_committed_row_twice() {
-    let dir = test_dir("chaos_short");
-    let result = dir.join("chaos.json");
-    let mut command = sleet();
-    command.args(["bench", "chaos", "--duration", "40s", "--kills", "4", "--rate", "30000"]);
-    command.arg("--json").arg(&result).arg("--out").arg(dir.join("out")).arg("--force");
-    let output = run_with_limit(command, Duration::from_secs(120));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "bench chaos failed:\n{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&result).expect("the result file")).expect("result JSON");
-    assert_eq!(json["ground_truth_matches"], true, "{json:#}");
-    assert_eq!(json["duplicate_committed_rows"], 0, "{json:#}");
+    let json = run_chaos_exactly("chaos_short", &["--duration", "40s", "--kills", "4", "--rate", "30000"]);
     let signals = json["signals"].as_array().expect("signals").len();
     assert_eq!(signals, 4, "{json:#}");
     assert_eq!(json["recoveries"].as_array().expect("recoveries").len(), signals, "every loss recovered: {json:#}");

@@ -374,6 +374,7 @@ impl Coordinator {
             committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
             session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
             session.next_batch = plan.resume_batch;
+            session.stats.resumed_at(plan.resume_batch);
             attempt =
                 Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
             restore = plan.restore;

@@ -393,6 +393,11 @@ pub struct JobSummary {
     /// Every batch the job completed, including those no longer in `batches`.
     #[serde(default)]
     pub batches_total: u64,
+    /// The batch a driver restarted from its state directory resumed at: every batch before
+    /// it ran under an earlier driver, and no figure here counts them. 0 when the driver that
+    /// ends the job also started it.
+    #[serde(default)]
+    pub batches_before_restart: u64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
