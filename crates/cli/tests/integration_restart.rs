@@ -156,3 +156,30 @@ fn a_short_chaos_run_with_a_driver_kill_stays_exact() {
     assert_eq!(json["batches"], 300, "every batch of the 30 s run counts: {json:#}");
     assert!(json["batches_before_restart"].as_u64().expect("a number") > 0, "{json:#}");
 }
+
+#[test]
+fn a_damaged_state_file_stops_the_driver_naming_the_file_and_the_field() {
+    let dir = test_dir("restart_damaged_state");
+    std::fs::create_dir_all(dir.join("state")).expect("state dir");
+    std::fs::write(dir.join("state/job.json"), r#"{"job": 3}"#).expect("a damaged state file");
+    let mut command = common::sleet();
+    command.args(["driver", "--listen", "127.0.0.1:0", "--state-dir"]).arg(dir.join("state"));
+    command.arg("--checkpoint-dir").arg(dir.join("checkpoints"));
+    let output = common::run_with_limit(command, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the driver does not start without its job: {stderr}");
+    assert!(stderr.contains("state/job.json") && stderr.contains("missing field"), "{stderr}");
+}
+
+#[test]
+fn attaching_to_a_job_the_driver_does_not_know_is_refused_with_a_reason() {
+    let dir = test_dir("restart_attach_unknown");
+    let (driver, address) = driver(&dir, "127.0.0.1:0", "");
+    let _processes = Reaper(vec![driver]);
+    let mut command = common::sleet();
+    command.args(["attach", "7", "--driver", &address]);
+    let output = common::run_with_limit(command, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("knows no job 7"), "{stderr}");
+}
