@@ -101,9 +101,9 @@ enum Command {
         advertise: Option<String>,
         #[arg(long)]
         name: Option<String>,
-        /// How long to keep trying to register again when the driver goes away (a driver
-        /// restarted with its state directory resumes the job with the workers that come
-        /// back); 0 exits at once. A bare number is in seconds.
+        /// How long to keep trying to reach the driver, at start and when it goes away (a
+        /// driver restarted with its state directory resumes the job with the workers that
+        /// come back); 0 gives up at once. A bare number is in seconds.
         #[arg(long, value_parser = duration_arg::seconds, default_value = "30s")]
         driver_reconnect: Duration,
     },
