@@ -1,8 +1,9 @@
 //! `sleet bench chaos`: ysb on a local cluster while workers are killed (SIGKILL) or frozen
 //! (SIGSTOP, woken a little later, when the driver has cut them off) at seeded random
-//! times, each replaced by a fresh worker that joins the running job. At the end every
-//! (campaign, window) count must equal the ground truth and no committed row may appear
-//! twice.
+//! times, each replaced by a fresh worker that joins the running job; with `--driver-kills`
+//! the driver too is killed (SIGKILL) at seeded times and restarted at once with the same
+//! state directory, resuming the job. At the end every (campaign, window) count must equal
+//! the ground truth and no committed row may appear twice.
 //!
 //! ```text
 //!  LocalCluster ── job ──▶ driver ── recoveries, rebalances ──▶ summary
@@ -45,6 +46,10 @@ pub struct BenchChaosArgs {
     /// 5 s before the end.
     #[arg(long, default_value_t = 20)]
     pub kills: u32,
+    /// Times the driver is killed (SIGKILL) and restarted with its state directory, at
+    /// seeded random times in the same span as the workers' signals.
+    #[arg(long, default_value_t = 0)]
+    pub driver_kills: u32,
     /// Seed of the chaos: which worker, which signal, when.
     #[arg(long, default_value_t = 7)]
     pub chaos_seed: u64,
@@ -101,6 +106,19 @@ const START_DELAY_MS: i64 = 1_500;
 const QUIET_START_MS: i64 = 3_000;
 const QUIET_END_MS: i64 = 5_000;
 
+/// Who a planned strike hits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// A live, unfrozen worker, chosen then.
+    Worker,
+    /// The driver, restarted at once.
+    Driver,
+}
+
+/// Seeds the driver's strike times apart from the workers', so adding driver kills leaves
+/// the workers' times of a seed as they were.
+const DRIVER_SEED_MIX: u64 = 0xd41e_7e55;
+
 /// One signal sent.
 #[derive(Debug, Clone, PartialEq)]
 struct Strike {
@@ -119,9 +137,8 @@ pub async fn run(args: BenchChaosArgs) -> Result<bool> {
         args.ysb.checkpoint_interval_ms() > 0,
         "--checkpoint-interval 0 leaves nothing to recover from: chaos needs checkpoints"
     );
-    let span_ms = args.duration.as_millis() as i64 - QUIET_START_MS - QUIET_END_MS;
     anyhow::ensure!(
-        span_ms > 0,
+        span_ms(&args) > 0,
         "--duration ({}) leaves no time for kills: at least {} s",
         show(args.duration),
         (QUIET_START_MS + QUIET_END_MS) / 1000 + 1
@@ -172,19 +189,15 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
     };
     let job = ysb_job(&options)?;
     let spec = ysb_source_spec(&options);
-    let times = strike_times(
-        args.chaos_seed,
-        args.kills,
-        start_ms + QUIET_START_MS,
-        args.duration.as_millis() as i64 - QUIET_START_MS - QUIET_END_MS,
-    );
+    let times = chaos_plan(args.chaos_seed, args.kills, args.driver_kills, start_ms + QUIET_START_MS, span_ms(args));
     eprintln!(
-        "bench chaos: ysb at {} events/s on {} workers, {} ms batches, {}, {} signals over {} (seed {})",
+        "bench chaos: ysb at {} events/s on {} workers, {} ms batches, {}, {} signals and {} driver kills over {} (seed {})",
         args.ysb.rate,
         args.workers,
         args.ysb.batch_interval_ms(),
         args.ysb.scheduling.describe(),
         args.kills,
+        args.driver_kills,
         show(args.duration),
         args.chaos_seed
     );
@@ -217,6 +230,7 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
             "kills": args.kills,
             "signals": args.signals.iter().map(|signal| signal.name()).collect::<Vec<_>>(),
             "sink": if sink_topic.is_some() { "kafka" } else { "json_lines" },
+            "driver_kills": args.driver_kills,
             "chaos_seed": args.chaos_seed,
             "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
         }),
@@ -241,8 +255,9 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
     let report = evaluate(&plan, &summary, &results_dir)?;
     let duplicates = duplicate_rows(&rows);
     let correct = report.correct == Some(true) && duplicates == 0;
+    let driver_restarts = strikes.iter().filter(|strike| strike.replacement == RESTARTED_DRIVER).count();
     eprintln!(
-        "bench chaos: {} signals, {} recoveries, {} workers joined, {} left, {} batches re-run; correct {}, {} committed rows twice",
+        "bench chaos: {} signals ({driver_restarts} to the driver), {} recoveries, {} workers joined, {} left, {} batches re-run; correct {}, {} committed rows twice",
         strikes.len(),
         summary.recoveries.len(),
         summary.rebalances.iter().map(|rebalance| rebalance.joined.len()).sum::<usize>(),
@@ -268,10 +283,14 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
                 "signal": strike.signal,
                 "replacement": strike.replacement,
             })).collect::<Vec<_>>(),
+            "driver_restarts": driver_restarts,
+            // A restarted driver's figures count from its restart: the recoveries, rebalances
+            // and batches below are those of the driver that finished the job.
             "recoveries": summary.recoveries,
             "rebalances": summary.rebalances,
             "batches_rerun": summary.batches_rerun,
-            "batches": summary.batches_total,
+            "batches": summary.batches_before_restart + summary.batches_total,
+            "batches_before_restart": summary.batches_before_restart,
         });
         write_output(path, &(serde_json::to_string_pretty(&result)? + "\n"))?;
     }
@@ -285,6 +304,21 @@ fn duplicate_rows(rows: &[sleet_connectors::sink::SinkRow]) -> usize {
     rows.iter().filter(|row| !seen.insert((row.campaign_id.as_str(), row.window_start, row.batch))).count()
 }
 
+fn span_ms(args: &BenchChaosArgs) -> i64 {
+    args.duration.as_millis() as i64 - QUIET_START_MS - QUIET_END_MS
+}
+
+/// The strikes of a run, in time order: `kills` at workers and `driver_kills` at the driver,
+/// each set spread over the span as `strike_times` spreads it. Pure.
+fn chaos_plan(seed: u64, kills: u32, driver_kills: u32, from_ms: i64, span_ms: i64) -> Vec<(i64, Target)> {
+    let workers = strike_times(seed, kills, from_ms, span_ms).into_iter().map(|at| (at, Target::Worker));
+    let driver =
+        strike_times(seed ^ DRIVER_SEED_MIX, driver_kills, from_ms, span_ms).into_iter().map(|at| (at, Target::Driver));
+    let mut plan: Vec<(i64, Target)> = workers.chain(driver).collect();
+    plan.sort_by_key(|(at, target)| (*at, *target == Target::Driver));
+    plan
+}
+
 /// `count` times spread over `[from_ms, from_ms + span_ms)`: one per equal slot, at a
 /// seeded random place inside it, so signals neither bunch up nor fall on a fixed rhythm.
 fn strike_times(seed: u64, count: u32, from_ms: i64, span_ms: i64) -> Vec<i64> {
@@ -295,14 +329,17 @@ fn strike_times(seed: u64, count: u32, from_ms: i64, span_ms: i64) -> Vec<i64> {
         .collect()
 }
 
+/// What a driver strike records as its replacement.
+const RESTARTED_DRIVER: &str = "driver (restarted)";
+
 /// The signaller: at each time, signals a live worker that is not frozen (a signal of
 /// `signals` at random), wakes frozen ones after `stop_for`, and starts a replacement for
-/// each.
+/// each; or kills the driver and restarts it.
 /// It always hands the cluster back, with the error that stopped it if one did: dropping
 /// the cluster here would kill the driver under the running job.
 async fn strike(
     mut cluster: LocalCluster,
-    times: Vec<i64>,
+    times: Vec<(i64, Target)>,
     seed: u64,
     stop_for: Duration,
     signals: Vec<ChaosSignal>,
@@ -314,7 +351,7 @@ async fn strike(
 
 async fn strike_all(
     cluster: &mut LocalCluster,
-    times: Vec<i64>,
+    times: Vec<(i64, Target)>,
     seed: u64,
     stop_for: Duration,
     signals: &[ChaosSignal],
@@ -323,13 +360,19 @@ async fn strike_all(
     let mut random = SplitMix(seed ^ 0x5eed);
     let mut frozen: Vec<(u32, i64)> = Vec::new();
     let mut next_name = cluster.workers() as u32 + 1;
-    for at_ms in times {
+    for (at_ms, target) in times {
         while let Some(wake) = frozen.iter().map(|(_, until)| *until).filter(|until| *until <= at_ms).min() {
             sleep_until_ms(wake).await;
             wake_frozen(&mut frozen, now_ms());
         }
         sleep_until_ms(at_ms).await;
         wake_frozen(&mut frozen, now_ms());
+        if target == Target::Driver {
+            let pid = cluster.restart_driver()?;
+            eprintln!("  chaos: SIGKILL to the driver; restarted as process {pid} with its state directory");
+            strikes.push(Strike { at_ms: now_ms(), pid, signal: "KILL", replacement: RESTARTED_DRIVER.into() });
+            continue;
+        }
         let candidates: Vec<u32> = cluster
             .live_worker_pids()
             .into_iter()
@@ -396,6 +439,21 @@ mod tests {
         }
         assert_eq!(times, strike_times(3, 4, 1_000, 8_000));
         assert_ne!(times, strike_times(4, 4, 1_000, 8_000));
+    }
+
+    #[test]
+    fn driver_kills_join_the_plan_without_moving_the_workers_strikes() {
+        let workers_only = chaos_plan(9, 5, 0, 0, 50_000);
+        let with_driver = chaos_plan(9, 5, 2, 0, 50_000);
+        assert_eq!(with_driver.len(), 7);
+        assert!(with_driver.windows(2).all(|pair| pair[0].0 <= pair[1].0), "in time order: {with_driver:?}");
+        let driver_strikes: Vec<i64> =
+            with_driver.iter().filter(|(_, target)| *target == Target::Driver).map(|(at, _)| *at).collect();
+        assert_eq!(driver_strikes.len(), 2);
+        assert!(driver_strikes[0] < 25_000 && driver_strikes[1] >= 25_000, "one per half: {driver_strikes:?}");
+        let worker_strikes: Vec<(i64, Target)> =
+            with_driver.into_iter().filter(|(_, target)| *target == Target::Worker).collect();
+        assert_eq!(worker_strikes, workers_only);
     }
 
     #[test]

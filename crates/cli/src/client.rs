@@ -1,10 +1,11 @@
 //! Talking to a driver as a client: submit a job, follow its progress, stop it.
 
 use std::future::Future;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use sleet_plan::JobFile;
-use sleet_wire::{ClientRequest, Connection, DriverToClient, JobProgress, JobSummary, Role};
+use sleet_wire::{ClientRequest, Connection, DriverToClient, JobId, JobProgress, JobSummary, Role};
 
 use crate::interrupt::Interrupted;
 
@@ -20,26 +21,56 @@ pub async fn run_job_with_status(driver_address: &str, job: JobFile) -> Result<J
     run_job(driver_address, job, on_progress, crate::interrupt::wait()).await
 }
 
+/// How long a client that lost its driver keeps trying to reach it again: a restarted
+/// driver resumes the job once its workers re-register, which they try for 30 s by default.
+pub const DRIVER_RECONNECT: Duration = Duration::from_secs(60);
+/// Pause between attempts to reach a driver that went away.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(250);
+
 /// Submits `job` and waits for its end. `stop` resolving (e.g. on Ctrl-C) asks the driver to
 /// stop the job, and the summary of what ran still arrives; before the driver has accepted the
 /// job (it may be waiting for workers) there is nothing to summarize, so the connection is
 /// dropped, which withdraws the job, and the result is `Interrupted`.
+///
+/// A connection lost after the job was accepted is not the job's end: the driver may have
+/// died and be restarted with its state directory, which resumes the job. The client then
+/// reconnects for up to `DRIVER_RECONNECT` and attaches to the job, so the summary still
+/// arrives here; failing that, it says how to follow the job later (`sleet attach`).
 pub async fn run_job(
     driver_address: &str,
     job: JobFile,
+    on_progress: impl FnMut(&JobProgress),
+    stop: impl Future<Output = ()>,
+) -> Result<JobSummary> {
+    follow(driver_address, ClientRequest::Submit(Box::new(job)), None, on_progress, stop).await
+}
+
+/// Follows a job submitted earlier, to a driver that may have restarted since, until it ends.
+pub async fn attach_job(
+    driver_address: &str,
+    job: JobId,
+    on_progress: impl FnMut(&JobProgress),
+    stop: impl Future<Output = ()>,
+) -> Result<JobSummary> {
+    follow(driver_address, ClientRequest::Attach { job }, Some(job), on_progress, stop).await
+}
+
+async fn follow(
+    driver_address: &str,
+    first: ClientRequest,
+    mut job_id: Option<JobId>,
     mut on_progress: impl FnMut(&JobProgress),
     stop: impl Future<Output = ()>,
 ) -> Result<JobSummary> {
     let mut connection = Connection::connect(driver_address, Role::Client)
         .await
         .with_context(|| format!("connecting to the driver at {driver_address}"))?;
-    connection.send(&ClientRequest::Submit(Box::new(job))).await.context("submitting the job")?;
+    connection.send(&first).await.context("sending the request")?;
     tokio::pin!(stop);
     let mut stop_sent = false;
-    let mut job_id = None;
     loop {
         let frame = tokio::select! {
-            frame = connection.recv() => frame.context("reading from the driver")?,
+            frame = connection.recv() => frame,
             _ = &mut stop, if !stop_sent => {
                 stop_sent = true;
                 let Some(job) = job_id else { return Err(Interrupted.into()) };
@@ -47,13 +78,59 @@ pub async fn run_job(
                 continue;
             }
         };
-        let Some(frame) = frame else { bail!("the driver closed the connection before the job ended") };
+        let lost = match frame {
+            Ok(Some(frame)) => Ok(frame),
+            Ok(None) => Err("it closed the connection".to_string()),
+            Err(error) => Err(format!("reading from it failed: {error}")),
+        };
+        let frame = match lost {
+            Ok(frame) => frame,
+            Err(reason) => {
+                let Some(job) = job_id else {
+                    bail!("lost the driver at {driver_address} before it accepted the job: {reason}")
+                };
+                eprintln!(
+                    "sleet: lost the driver at {driver_address} ({reason}); trying for up to {} s to follow job {job} on a restarted driver",
+                    DRIVER_RECONNECT.as_secs()
+                );
+                connection = reattach(driver_address, job).await?;
+                if stop_sent {
+                    connection.send(&ClientRequest::Stop { job }).await.context("asking the driver to stop")?;
+                }
+                continue;
+            }
+        };
         match frame.control::<DriverToClient>("driver reply")? {
             DriverToClient::Accepted { job, .. } => job_id = Some(job),
-            DriverToClient::Rejected { reason } => bail!("the driver rejected the job: {reason}"),
+            DriverToClient::Rejected { reason } => bail!("the driver rejected the request: {reason}"),
             DriverToClient::Progress(progress) => on_progress(&progress),
             DriverToClient::Finished(summary) => return Ok(*summary),
             DriverToClient::Failed { job, reason } => bail!("job {job} failed: {reason}"),
+        }
+    }
+}
+
+/// Connects again to a driver that went away and asks to follow `job`, for up to
+/// `DRIVER_RECONNECT`.
+async fn reattach(driver_address: &str, job: JobId) -> Result<Connection> {
+    let deadline = tokio::time::Instant::now() + DRIVER_RECONNECT;
+    loop {
+        match Connection::connect(driver_address, Role::Client).await {
+            Ok(mut connection) => {
+                connection.send(&ClientRequest::Attach { job }).await.context("attaching to the job")?;
+                return Ok(connection);
+            }
+            Err(error) if tokio::time::Instant::now() >= deadline => {
+                return Err(error).with_context(|| {
+                    format!(
+                        "the driver at {driver_address} did not come back within {} s; if it is restarted with \
+                         its state directory it resumes job {job}: follow it with `sleet attach {job} --driver \
+                         {driver_address}`",
+                        DRIVER_RECONNECT.as_secs()
+                    )
+                })
+            }
+            Err(_) => tokio::time::sleep(RECONNECT_PAUSE).await,
         }
     }
 }

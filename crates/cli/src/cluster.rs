@@ -22,6 +22,9 @@ pub struct LocalCluster {
     exe: PathBuf,
     /// Every worker's resource limits, replacements included.
     limits: WorkerLimits,
+    /// Workers the driver waits for before a job starts (and a restarted one before it
+    /// resumes its job).
+    expect_workers: u32,
 }
 
 /// How long children get to exit after a shutdown request before they are killed.
@@ -41,25 +44,9 @@ impl LocalCluster {
     ) -> Result<LocalCluster> {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
         let exe = std::env::current_exe().context("locating the sleet binary")?;
-        let driver_log = log_file(log_dir, "driver.log")?;
-        let checkpoint_dir = log_dir.join("checkpoints");
-        let mut driver = child_command(&exe)
-            .args(["driver", "--listen", "127.0.0.1:0", "--expect-workers", &workers.to_string()])
-            .arg("--checkpoint-dir")
-            .arg(&checkpoint_dir)
-            .stdout(Stdio::piped())
-            .stderr(driver_log)
-            .spawn()
-            .context("starting the driver process")?;
-        let stdout = driver.stdout.take().ok_or_else(|| anyhow!("driver stdout is not piped"))?;
-        let driver_address = match read_driver_address(stdout) {
-            Ok(address) => address,
-            Err(error) => {
-                let _ = driver.kill();
-                let _ = driver.wait();
-                return Err(error.context(format!("see {}", log_dir.join("driver.log").display())));
-            }
-        };
+        // A fresh log per cluster; a restarted driver appends to it.
+        log_file(log_dir, "driver.log")?;
+        let (driver, driver_address) = start_driver(&exe, "127.0.0.1:0", workers, log_dir)?;
         let mut cluster = LocalCluster {
             driver_address,
             driver,
@@ -67,6 +54,7 @@ impl LocalCluster {
             log_dir: log_dir.to_path_buf(),
             exe,
             limits: limits.clone(),
+            expect_workers: workers,
         };
         for index in 1..=workers {
             cluster.add_worker(&format!("worker-{index}"), cores_per_worker)?;
@@ -89,6 +77,24 @@ impl LocalCluster {
         let pid = child.id();
         self.workers.push(child);
         Ok(pid)
+    }
+
+    /// Kills the driver (SIGKILL) and starts a new one at the same address with the same
+    /// checkpoint and state directories: it resumes the running job once the workers have
+    /// registered again. Returns the new driver's process id.
+    pub fn restart_driver(&mut self) -> Result<u32> {
+        if let Ok(None) = self.driver.try_wait() {
+            signal_process(self.driver.id(), libc::SIGKILL, "the driver")?;
+        }
+        self.driver.wait().context("waiting for the killed driver")?;
+        let (driver, address) = start_driver(&self.exe, &self.driver_address, self.expect_workers, &self.log_dir)?;
+        anyhow::ensure!(
+            address == self.driver_address,
+            "the restarted driver listens on {address}, not {}",
+            self.driver_address
+        );
+        self.driver = driver;
+        Ok(self.driver.id())
     }
 
     /// Workers still running, by process id; exited ones are reaped on the way.
@@ -150,13 +156,46 @@ impl Drop for LocalCluster {
 /// Sends `signal` to the worker process `pid`, which must be a child this process has not
 /// reaped yet, so that the pid cannot name a process that reused it.
 pub fn signal_worker(pid: u32, signal: i32) -> Result<()> {
-    let pid = libc::pid_t::try_from(pid).context("a worker's process id does not fit a pid_t")?;
+    signal_process(pid, signal, "worker process")
+}
+
+fn signal_process(pid: u32, signal: i32, what: &str) -> Result<()> {
+    let pid = libc::pid_t::try_from(pid).with_context(|| format!("the process id of {what} does not fit a pid_t"))?;
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     if unsafe { libc::kill(pid, signal) } != 0 {
         return Err(std::io::Error::last_os_error())
-            .with_context(|| format!("sending signal {signal} to worker process {pid}"));
+            .with_context(|| format!("sending signal {signal} to {what} {pid}"));
     }
     Ok(())
+}
+
+/// Starts a driver on `listen` whose checkpoints (and state directory, under them) live in
+/// `log_dir`; its log is appended to `log_dir/driver.log`, so a restarted driver's follows
+/// its predecessor's. Returns it with the address it printed.
+fn start_driver(exe: &Path, listen: &str, expect_workers: u32, log_dir: &Path) -> Result<(Child, String)> {
+    let log_path = log_dir.join("driver.log");
+    let driver_log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .with_context(|| format!("opening {}", log_path.display()))?;
+    let mut driver = child_command(exe)
+        .args(["driver", "--listen", listen, "--expect-workers", &expect_workers.to_string()])
+        .arg("--checkpoint-dir")
+        .arg(log_dir.join("checkpoints"))
+        .stdout(Stdio::piped())
+        .stderr(driver_log)
+        .spawn()
+        .context("starting the driver process")?;
+    let stdout = driver.stdout.take().ok_or_else(|| anyhow!("driver stdout is not piped"))?;
+    match read_driver_address(stdout) {
+        Ok(address) => Ok((driver, address)),
+        Err(error) => {
+            let _ = driver.kill();
+            let _ = driver.wait();
+            Err(error.context(format!("see {}", log_path.display())))
+        }
+    }
 }
 
 /// Sleeps until `at_ms` (ms since the epoch) on the wall clock.

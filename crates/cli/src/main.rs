@@ -81,6 +81,12 @@ enum Command {
         /// directory every worker can reach.
         #[arg(long, default_value = "sleet-checkpoints")]
         checkpoint_dir: PathBuf,
+        /// Where the running job is kept (written atomically at each attempt, removed when
+        /// the job ends): a driver restarted with the same state directory resumes the job
+        /// from its last checkpoint once workers re-register [default:
+        /// CHECKPOINT_DIR/driver-state].
+        #[arg(long)]
+        state_dir: Option<PathBuf>,
     },
     /// Run a worker that registers with the driver at HOST:PORT.
     Worker {
@@ -101,10 +107,23 @@ enum Command {
         name: Option<String>,
         #[command(flatten)]
         limits: worker_limits::WorkerLimits,
+        /// How long to keep trying to reach the driver, at start and when it goes away (a
+        /// driver restarted with its state directory resumes the job with the workers that
+        /// come back); 0 gives up at once. A bare number is in seconds.
+        #[arg(long, value_parser = duration_arg::seconds, default_value = "30s")]
+        driver_reconnect: Duration,
     },
     /// Submit a job file to a driver and follow it until it ends.
     Submit {
         job_file: PathBuf,
+        #[arg(long, default_value = "127.0.0.1:7077")]
+        driver: String,
+    },
+    /// Follow a job submitted earlier until it ends, e.g. after `submit` lost a driver that
+    /// was restarted since.
+    Attach {
+        /// The job's id, as `submit` printed it.
+        job: u64,
         #[arg(long, default_value = "127.0.0.1:7077")]
         driver: String,
     },
@@ -259,7 +278,9 @@ async fn run(command: Command) -> Result<ExitCode> {
             heartbeat_interval,
             heartbeat_timeout,
             checkpoint_dir,
+            state_dir,
         } => {
+            arm_failpoints()?;
             anyhow::ensure!(expect_workers >= 1, "--expect-workers must be at least 1");
             anyhow::ensure!(
                 heartbeat_timeout >= heartbeat_interval * 2,
@@ -278,10 +299,12 @@ async fn run(command: Command) -> Result<ExitCode> {
                     timeout: heartbeat_timeout,
                 },
                 checkpoint_dir,
+                state_dir,
             };
             sleet_driver::run(config).await.context("driver failed")?;
         }
-        Command::Worker { driver, cores, listen, advertise, name, limits } => {
+        Command::Worker { driver, cores, listen, advertise, name, limits, driver_reconnect } => {
+            arm_failpoints()?;
             let config = sleet_worker::WorkerConfig {
                 driver_address: driver,
                 cores,
@@ -292,6 +315,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                 net_bytes_per_s: limits.net_bandwidth,
                 disk_bytes_per_s: limits.disk_bandwidth,
                 sync_writes: limits.sync_writes,
+                driver_reconnect,
             };
             sleet_worker::run(config).await.context("worker failed")?;
         }
@@ -299,28 +323,12 @@ async fn run(command: Command) -> Result<ExitCode> {
             let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
             let job =
                 JobFile::from_json(&text).with_context(|| format!("{} is not a valid job", job_file.display()))?;
-            let summary = client::run_job(
-                &driver,
-                job,
-                |progress| {
-                    eprintln!(
-                        "batches {} | {:.0} events/s | dead letters {} | lag {} ms",
-                        progress.batches_done, progress.events_per_s, progress.dead_letters, progress.lag_ms
-                    )
-                },
-                interrupt::wait(),
-            )
-            .await?;
-            println!(
-                "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
-                summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
-            );
-            for recovery in &summary.recoveries {
-                println!("  {}", client::describe_recovery(recovery));
-            }
-            for rebalance in &summary.rebalances {
-                println!("  {}", client::describe_rebalance(rebalance));
-            }
+            let summary = client::run_job(&driver, job, print_progress, interrupt::wait()).await?;
+            print_summary(&summary);
+        }
+        Command::Attach { job, driver } => {
+            let summary = client::attach_job(&driver, job, print_progress, interrupt::wait()).await?;
+            print_summary(&summary);
         }
         Command::Job {
             workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, dead_letter_dir, input },
@@ -394,4 +402,39 @@ async fn run(command: Command) -> Result<ExitCode> {
 fn absolute_dir(dir: &str, flag: &str) -> Result<String> {
     let path = std::path::absolute(dir).with_context(|| format!("{flag} {dir}: cannot make it an absolute path"))?;
     Ok(path.to_string_lossy().into_owned())
+}
+
+/// Arms the failpoints of `SLEET_FAILPOINTS` (tests set it), and says so in the log.
+fn arm_failpoints() -> Result<()> {
+    let armed = sleet_failpoint::arm_from_env()?;
+    for arming in armed {
+        eprintln!("sleet: failpoint {} armed: {:?} at hit {}", arming.name, arming.action, arming.nth);
+    }
+    Ok(())
+}
+
+fn print_progress(progress: &sleet_wire::JobProgress) {
+    eprintln!(
+        "batches {} | {:.0} events/s | dead letters {} | lag {} ms",
+        progress.batches_done, progress.events_per_s, progress.dead_letters, progress.lag_ms
+    )
+}
+
+fn print_summary(summary: &sleet_wire::JobSummary) {
+    println!(
+        "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
+        summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
+    );
+    if summary.batches_before_restart > 0 {
+        println!(
+            "  the driver restarted and resumed the job at batch {}: the figures above count from there",
+            summary.batches_before_restart
+        );
+    }
+    for recovery in &summary.recoveries {
+        println!("  {}", client::describe_recovery(recovery));
+    }
+    for rebalance in &summary.rebalances {
+        println!("  {}", client::describe_rebalance(rebalance));
+    }
 }

@@ -53,13 +53,15 @@ pub struct RunReport {
 pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::Path) -> Result<RunReport> {
     let clock = BatchClock::new(summary.start_ms, plan.batch_interval_ms as i64);
     let batches_expected = clock.batches_in(plan.duration_ms);
-    // Every batch below `batches_total` ran: batch ids complete in order within the log.
-    let end_ms = clock.range_ms(summary.batches_total).0;
+    // Every batch below `batches_total` ran: batch ids complete in order within the log
+    // (after a driver restart, counted from where the restarted driver resumed).
+    let batches_run = summary.batches_before_restart + summary.batches_total;
+    let end_ms = clock.range_ms(batches_run).0;
     // Through an outside system the job is complete once it has read every event written;
     // from its own generator, once it ran every batch of its duration.
     let (ran_fully, check_from_ms, check_to_ms) = match plan.input {
         Some(input) => (summary.events_in == input.events, input.start_ms, input.end_ms),
-        None => (summary.batches_total >= batches_expected, summary.start_ms, end_ms),
+        None => (batches_run >= batches_expected, summary.start_ms, end_ms),
     };
     let warm_ms = summary.start_ms + plan.warmup_ms as i64;
 
@@ -125,7 +127,7 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "late_rows_dropped": summary.late_rows_dropped,
         "dead_letters_expected": dead_letters_expected,
         "stopped_early": plan.stopped_early,
-        "batches": summary.batches_total,
+        "batches": summary.batches_before_restart + summary.batches_total,
         "batches_expected": batches_expected,
         "batch_processing_ms": Distribution::of(&processing),
         "cpu_breakdown": cpu_breakdown(summary),

@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::kafka::{broker_dir, brokers, fresh_topic, kafka_script, repo_root};
+use common::recovery::{signal, sleep_until};
 use common::{run_with_limit, sleet, start_local_driver, start_worker, test_dir, wait_with_limit, Reaper};
 
 fn read_json(path: &Path) -> serde_json::Value {
@@ -437,7 +438,37 @@ fn a_broker_stopped_for_ten_seconds_mid_run_loses_and_doubles_nothing() {
 /// or aborted with its open transaction.
 #[test]
 fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
-    let dir = test_dir("kafka-recovery");
+    let stdout = run_kafka_recovery("kafka-recovery", "", |processes, start_ms| {
+        sleep_until(start_ms + 3_000);
+        signal(&processes.0[1], libc::SIGKILL);
+        sleep_until(start_ms + 6_500);
+        signal(&processes.0[2], libc::SIGSTOP);
+        sleep_until(start_ms + 8_000);
+        signal(&processes.0[2], libc::SIGCONT);
+    });
+    assert!(stdout.matches("recovered").count() >= 2, "two recoveries: {stdout}");
+}
+
+/// The edge the commit marker exists for: a worker dies after its Kafka transaction
+/// committed a batch and before its report reached the driver, so the driver re-runs a batch
+/// that is already in the topic. Its new owner must find the marker and write nothing.
+#[test]
+fn a_batch_committed_to_kafka_by_a_worker_that_died_before_reporting_it_is_not_written_again() {
+    let stdout = run_kafka_recovery("kafka-recovery-failpoint", "worker-after-sink-write=exit@30", |processes, _| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while processes.0[3].try_wait().expect("polling the worker").is_none() {
+            assert!(std::time::Instant::now() < deadline, "the armed worker still runs after 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    });
+    assert!(stdout.contains("recovered from losing worker"), "{stdout}");
+}
+
+/// Runs the Kafka-to-Kafka ysb job on a driver and three workers (the third armed with
+/// `failpoints`), lets `strike` hurt them, and checks the output topic read with
+/// `read_committed` against the naive count of the input. Returns the client's output.
+fn run_kafka_recovery(name: &str, failpoints: &str, strike: impl FnOnce(&mut Reaper, i64)) -> String {
+    let dir = test_dir(name);
     let input = fresh_topic("recovery-in");
     let output = fresh_topic("recovery-out");
     const PARTITIONS: u32 = 4;
@@ -470,7 +501,7 @@ fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
     }
 
     // 500 records per partition per 100 ms batch: the 160 000 records take 8 s to read, long
-    // enough for both failures to strike in the middle.
+    // enough for failures to strike in the middle.
     let campaigns_arg = campaigns.display().to_string();
     let args = [
         "--source",
@@ -506,16 +537,10 @@ fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
     let (driver, address) = common::start_driver_logged("127.0.0.1:0", &extra, log);
     let mut processes = Reaper(vec![driver]);
     for index in 1..=3 {
-        let log = std::fs::File::create(dir.join(format!("worker-{index}.log"))).expect("worker log");
-        let worker = sleet()
-            .args(["worker", "--driver", &address, "--name", &format!("worker-{index}")])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("starting a worker");
-        processes.0.push(worker);
+        let armed = if index == 3 { failpoints } else { "" };
+        processes.0.push(common::recovery::worker_armed(&dir, &address, index, armed));
     }
-    let mut submit = sleet()
+    let submit = sleet()
         .arg("submit")
         .arg(&job)
         .args(["--driver", &address])
@@ -523,51 +548,20 @@ fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("submit");
-    let signal = |child: &Child, signal: i32| {
-        // SAFETY: kill(2) on a child this test started and still owns (not yet reaped).
-        let sent = unsafe { libc::kill(child.id() as i32, signal) };
-        assert_eq!(sent, 0, "signal {signal} to pid {}", child.id());
-    };
-    let sleep_until = |at_ms: i64| {
-        let wait = at_ms - sleet_wire::clock::now_ms();
-        if wait > 0 {
-            std::thread::sleep(Duration::from_millis(wait as u64));
-        }
-    };
-    sleep_until(start_ms + 3_000);
-    signal(&processes.0[1], libc::SIGKILL);
-    sleep_until(start_ms + 6_500);
-    signal(&processes.0[2], libc::SIGSTOP);
-    sleep_until(start_ms + 8_000);
-    signal(&processes.0[2], libc::SIGCONT);
+    strike(&mut processes, start_ms);
 
-    let status = wait_with_limit(&mut submit, Duration::from_secs(120));
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut submit.stdout.take().expect("piped"), &mut stdout).expect("stdout");
-    std::io::Read::read_to_string(&mut submit.stderr.take().expect("piped"), &mut stderr).expect("stderr");
-    assert!(status.success(), "the job failed:\n{stdout}\n{stderr}");
-    assert!(stdout.matches("recovered").count() >= 2, "two recoveries: {stdout}");
+    let (succeeded, stdout, stderr) = common::recovery::output_of(submit, Duration::from_secs(120));
+    let driver_log = std::fs::read_to_string(dir.join("driver.log")).expect("driver log");
+    assert!(succeeded, "the job failed:\n{stdout}\n{stderr}\ndriver log:\n{driver_log}");
 
     let rows = sleet_connectors::sink::read_ysb_topic(brokers(), &output).expect("read_committed read of the output");
-    let mut seen = std::collections::BTreeSet::new();
-    let twice: Vec<_> = rows
-        .iter()
-        .filter(|row| !seen.insert((row.campaign_id.clone(), row.window_start, row.batch)))
-        .take(5)
-        .collect();
-    assert!(twice.is_empty(), "committed rows appear twice: {twice:?}");
+    common::recovery::assert_no_row_twice(&rows);
     let finals = sleet_connectors::sink::final_counts(&rows);
     let actual: BTreeMap<(String, i64), u64> =
         finals.into_iter().map(|(key, (count, _))| (key, count as u64)).collect();
     assert_eq!(actual, expected);
-    let driver_log = std::fs::read_to_string(dir.join("driver.log")).expect("driver log");
     assert!(!driver_log.contains("replay mismatch"), "re-run batches read what they read before: {driver_log}");
-    // The markers the sink partitions committed with their rows are there to read back.
-    let markers = sleet_connectors::sink::marker_topic(&output);
-    let marker_partitions =
-        sleet_kafka::cluster::Cluster::new(brokers()).topic(&markers).expect("the marker topic").partitions();
-    assert!(marker_partitions >= 1);
+    stdout
 }
 
 /// The transactional producer the Kafka sink writes with, against the real broker: an

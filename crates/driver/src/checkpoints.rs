@@ -134,11 +134,21 @@ impl Checkpoints {
             return store.delete_all(&snapshot_folder(record.attempt_job, record.batch));
         }
         let bytes = serde_json::to_vec_pretty(&record).expect("a checkpoint record serializes");
+        sleet_failpoint::hit("driver-before-checkpoint-record");
         store.put(&record_name(self.job), &bytes)?;
+        sleet_failpoint::hit("driver-after-checkpoint-record");
         if let Some(previous) = self.latest.replace(record) {
             store.delete_all(&snapshot_folder(previous.attempt_job, previous.batch))?;
         }
         Ok(())
+    }
+
+    /// A restarted driver takes over what the one before it recorded: the latest
+    /// checkpoint (its snapshots are dropped once a newer one is recorded) and every
+    /// attempt's id (their snapshots are dropped when the job ends).
+    pub fn adopt(&mut self, latest: Option<CheckpointRecord>, attempts: Vec<JobId>) {
+        self.latest = latest;
+        self.attempts = attempts;
     }
 
     pub fn latest(&self) -> Option<&CheckpointRecord> {
@@ -164,7 +174,7 @@ impl Checkpoints {
 }
 
 /// Where the latest checkpoint record of a job lives in the store.
-fn record_name(job: JobId) -> String {
+pub fn record_name(job: JobId) -> String {
     format!("job-{job}/checkpoint.json")
 }
 

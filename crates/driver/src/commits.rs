@@ -14,7 +14,9 @@
 use std::path::PathBuf;
 
 use sleet_connectors::files::list_files;
-use sleet_connectors::manifest::{remove_uncommitted_files, write_manifest, CommitManifest, CommittedSegment};
+use sleet_connectors::manifest::{
+    read_manifest, remove_uncommitted_files, write_manifest, CommitManifest, CommittedSegment,
+};
 use sleet_connectors::ConnectorError;
 use sleet_plan::{SinkSpec, StageOutput, StagePlan};
 use sleet_wire::JobId;
@@ -43,6 +45,26 @@ pub fn output_dirs(stages: &[StagePlan], dead_letter_dir: Option<&str>) -> Vec<O
     sinks.chain(dead_letters).collect()
 }
 
+/// The newest of the manifests a job's output directories hold. A publication writes the
+/// same manifest to each directory in turn, so a driver that died half-way leaves some
+/// directories one publication behind; the newest is the truth, since every batch it admits
+/// was complete in every directory before it was written. Pure.
+pub fn newest_manifest(manifests: impl IntoIterator<Item = CommitManifest>) -> Option<CommitManifest> {
+    manifests.into_iter().max_by_key(|manifest| {
+        let last = manifest.segments.last();
+        (manifest.segments.len(), last.and_then(|segment| segment.last_batch).map(|batch| batch + 1))
+    })
+}
+
+/// The manifests on disk of a job's output directories.
+pub fn read_manifests(dirs: &[OutputDir]) -> Result<Vec<CommitManifest>, ConnectorError> {
+    let mut manifests = Vec::new();
+    for output in dirs {
+        manifests.extend(read_manifest(&output.dir)?);
+    }
+    Ok(manifests)
+}
+
 pub struct OutputCommits {
     dirs: Vec<OutputDir>,
     manifest: CommitManifest,
@@ -62,6 +84,22 @@ impl OutputCommits {
             completed: CountedBatches::below(0),
             last_publish_ms: i64::MIN,
             published: None,
+        }
+    }
+
+    /// A restarted driver goes on from the manifest on disk, its last segment published as
+    /// it stands; `start_attempt` then opens the resumed attempt's segment after it.
+    pub fn resumed(dirs: Vec<OutputDir>, mut manifest: CommitManifest) -> Self {
+        if manifest.segments.is_empty() {
+            manifest.segments.push(CommittedSegment { attempt: 0, first_batch: 0, last_batch: None });
+        }
+        let segment = *manifest.segments.last().expect("just ensured");
+        OutputCommits {
+            dirs,
+            manifest,
+            completed: CountedBatches::below(segment.last_batch.map_or(segment.first_batch, |last| last + 1)),
+            last_publish_ms: i64::MIN,
+            published: segment.last_batch,
         }
     }
 
@@ -97,12 +135,25 @@ impl OutputCommits {
         Ok(())
     }
 
+    /// Publishes the mark now if it moved since the last publication. A checkpoint is
+    /// recorded only after this: a driver restarted from its state directory resumes after
+    /// the checkpoint and writes only batches after the published mark, so the mark on disk
+    /// must not lag the checkpoint.
+    pub fn publish_if_behind(&mut self) -> Result<(), ConnectorError> {
+        if self.mark() != self.published {
+            self.publish()?;
+        }
+        Ok(())
+    }
+
     fn publish(&mut self) -> Result<(), ConnectorError> {
         let mark = self.mark();
         self.manifest.segments.last_mut().expect("a current segment").last_batch = mark;
+        sleet_failpoint::hit("driver-before-manifest");
         for output in &self.dirs {
             write_manifest(&output.dir, &self.manifest)?;
         }
+        sleet_failpoint::hit("driver-after-manifest");
         self.published = mark;
         Ok(())
     }
@@ -202,6 +253,31 @@ mod tests {
         assert!(!root.join("results/part-0.a1.jsonl").exists(), "attempt 1 committed nothing");
         assert!(root.join("results/part-0.jsonl").exists() && root.join("results/part-0.a2.jsonl").exists());
         let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_restart_goes_on_from_the_newest_manifest_with_a_segment_after_it() {
+        let manifest = |segments: Vec<CommittedSegment>| CommitManifest { job: 3, segments, finished: false };
+        let behind = manifest(vec![segment(0, 0, Some(7)), segment(1, 8, Some(12))]);
+        let ahead = manifest(vec![segment(0, 0, Some(7)), segment(1, 8, Some(15))]);
+        let opened = manifest(vec![segment(0, 0, Some(7)), segment(1, 8, Some(12)), segment(2, 13, None)]);
+        let newest = |list: Vec<&CommitManifest>| newest_manifest(list.into_iter().cloned());
+        assert_eq!(newest(vec![&behind, &ahead]), Some(ahead.clone()));
+        assert_eq!(newest(vec![&ahead, &behind]), Some(ahead.clone()));
+        assert_eq!(newest(vec![&ahead, &opened]), Some(opened.clone()), "a later segment is newer");
+        assert_eq!(newest(vec![]), None);
+        let mut commits = OutputCommits::resumed(Vec::new(), ahead);
+        assert_eq!(commits.committed_in_memory(), Some(15));
+        assert_eq!(commits.start_attempt(2).expect("no I/O"), Some(15));
+        assert!(!commits.completed(15), "committed before the restart");
+        assert!(commits.completed(16));
+        assert_eq!(
+            commits.manifest().segments,
+            vec![segment(0, 0, Some(7)), segment(1, 8, Some(15)), segment(2, 16, None)]
+        );
+        let mut empty = OutputCommits::resumed(Vec::new(), manifest(Vec::new()));
+        assert_eq!(empty.start_attempt(1).expect("no I/O"), None);
+        assert_eq!(empty.manifest().segments, vec![segment(0, 0, None), segment(1, 0, None)]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use sleet_connectors::checkpoint_store::DirectoryStore;
-use sleet_plan::{plan_stages, JobFile, SchedulerKind};
+use sleet_plan::{plan_stages, JobFile, PhysicalPlan, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
     DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, WorkerId,
@@ -17,15 +17,17 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
-use crate::commits::{output_dirs, OutputCommits};
+use crate::commits::{newest_manifest, output_dirs, read_manifests, OutputCommits};
 use crate::error::DriverError;
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
+use crate::job_state::{plan_resume, read_checkpoint, ResumePlan, SavedJob, StateDir};
 use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
 use crate::recovery::{plan_recovery, resume_source, with_replay};
 use crate::server::{accept_loop, ClientId, DriverEvent};
+use crate::watchers::Watchers;
 
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
@@ -39,6 +41,9 @@ pub struct DriverConfig {
     pub heartbeats: HeartbeatSettings,
     /// Where checkpoints go: a directory every worker can reach (on one machine, any).
     pub checkpoint_dir: PathBuf,
+    /// Where the running job is kept for a restarted driver to resume
+    /// (`job_state`); `None`: `driver-state` under the checkpoint directory.
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Default for DriverConfig {
@@ -50,6 +55,7 @@ impl Default for DriverConfig {
             stage_timeout_s: 60,
             heartbeats: HeartbeatSettings::default(),
             checkpoint_dir: PathBuf::from("sleet-checkpoints"),
+            state_dir: None,
         }
     }
 }
@@ -69,15 +75,58 @@ pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
     // Workers resolve the path themselves, from wherever they were started.
     std::fs::create_dir_all(&config.checkpoint_dir)?;
     let config = DriverConfig { checkpoint_dir: std::fs::canonicalize(&config.checkpoint_dir)?, ..config };
+    let state = StateDir::new(config.state_dir.clone().unwrap_or_else(|| config.checkpoint_dir.join("driver-state")));
+    // Before serving anyone: a state file the driver cannot resume from stops it here, by
+    // name, instead of the job being forgotten.
+    let resume = match state.load()? {
+        Some(saved) => Some(prepare_resume(&config, &state, saved)?),
+        None => None,
+    };
+    let next_job = resume.as_ref().map_or(1, |resume| resume.plan.attempt_job + 1);
     println!("sleet driver listening on {address}");
     use std::io::Write;
     std::io::stdout().flush()?;
     let (events_tx, events) = mpsc::channel(EVENT_QUEUE_LEN_MAX);
     let liveness = Arc::new(Liveness::default());
     tokio::spawn(watch_heartbeats(Arc::clone(&liveness), config.heartbeats, events_tx.clone()));
-    tokio::spawn(accept_loop(listener, events_tx, liveness, config.heartbeats));
-    Coordinator { config, membership: Membership::default(), events, next_job: 1, shutting_down: false }.serve().await;
+    // Microseconds since the epoch: a restarted driver's is larger than its predecessor's.
+    let incarnation = sleet_wire::clock::now_us() as u64;
+    tokio::spawn(accept_loop(listener, events_tx, liveness, config.heartbeats, incarnation));
+    let coordinator = Coordinator {
+        config,
+        membership: Membership::default(),
+        events,
+        next_job,
+        shutting_down: false,
+        state,
+        watching: None,
+        last_outcome: None,
+    };
+    coordinator.serve(resume).await;
     Ok(())
+}
+
+/// A job the state directory says was running, and how it goes on.
+struct Resume {
+    saved: SavedJob,
+    physical: PhysicalPlan,
+    plan: ResumePlan,
+}
+
+/// Reads what the previous driver left (the saved job, its latest checkpoint, the newest
+/// commit manifest) and decides how the job goes on.
+fn prepare_resume(config: &DriverConfig, state: &StateDir, saved: SavedJob) -> Result<Resume, DriverError> {
+    let in_state = |reason: String| DriverError::State { path: state.file(), reason };
+    let physical = plan_stages(&saved.job_file.plan, saved.job_file.settings.combine)
+        .map_err(|error| in_state(format!("the saved job does not plan: {}", sleet_wire::error_chain(&error))))?;
+    let outputs = output_dirs(&physical.stages, saved.job_file.settings.dead_letter_dir.as_deref());
+    let manifests = read_manifests(&outputs).map_err(|error| in_state(sleet_wire::error_chain(&error)))?;
+    let checkpoint = match saved.job_file.settings.checkpoint_interval_ms {
+        0 => None,
+        _ => read_checkpoint(&config.checkpoint_dir, saved.job)?,
+    };
+    let plan = plan_resume(&saved, checkpoint, newest_manifest(manifests)).map_err(in_state)?;
+    Ok(Resume { saved, physical, plan })
 }
 
 /// The one task that owns the driver's state; a running job's scheduler borrows it through
@@ -88,11 +137,20 @@ struct Coordinator {
     events: mpsc::Receiver<DriverEvent>,
     next_job: JobId,
     shutting_down: bool,
+    state: StateDir,
+    /// The job that runs or waits for workers, and the clients following it.
+    watching: Option<(JobId, Watchers)>,
+    /// How the last job ended, for a client that attaches after the end.
+    last_outcome: Option<(JobId, DriverToClient)>,
 }
 
 impl Coordinator {
-    async fn serve(mut self) {
-        while let Some(event) = self.events.recv().await {
+    async fn serve(mut self, resume: Option<Resume>) {
+        if let Some(resume) = resume {
+            self.resume_job(resume).await;
+        }
+        while !self.shutting_down {
+            let Some(event) = self.events.recv().await else { break };
             match event {
                 DriverEvent::WorkerJoined(handle) => self.membership.join(handle),
                 DriverEvent::WorkerLost { worker, reason } => {
@@ -103,11 +161,9 @@ impl Coordinator {
                 DriverEvent::FromWorker { message: WorkerToDriver::Leaving { worker }, .. } => {
                     self.release(&[worker]).await
                 }
+                DriverEvent::Attach { job, replies } => self.attach(job, replies).await,
                 DriverEvent::FromWorker { .. } | DriverEvent::Stop { .. } | DriverEvent::ClientGone { .. } => {}
                 DriverEvent::Shutdown => self.shutting_down = true,
-            }
-            if self.shutting_down {
-                break;
             }
         }
         for handle in self.membership.handles() {
@@ -167,22 +223,116 @@ impl Coordinator {
             job,
             client,
             clock,
-            settings: job_file.settings,
+            settings: job_file.settings.clone(),
             physical,
             stage_timeout: Duration::from_secs(self.config.stage_timeout_s),
         };
-        let result = self.run_attempts(&context, &job_file.plan.name, workers, &replies).await;
-        match result {
+        let (watchers, replies) = Watchers::start(Some(replies));
+        self.watching = Some((job, watchers));
+        self.run_to_end(&context, &job_file, workers, replies, None).await;
+    }
+
+    /// Goes on with the job a driver before this one was running, once enough workers have
+    /// (re)registered. Nobody follows it until a client attaches.
+    async fn resume_job(&mut self, resume: Resume) {
+        let Resume { saved, physical, plan } = resume;
+        let job = saved.job;
+        eprintln!(
+            "sleet driver: resuming job {job} `{}` from {}: attempt {} from batch {} ({}), waiting for {} workers",
+            saved.job_file.plan.name,
+            self.state.file().display(),
+            plan.attempt,
+            plan.resume_batch,
+            plan.restore
+                .as_ref()
+                .map_or("no checkpoint yet".to_string(), |c| format!("the checkpoint after batch {}", c.batch)),
+            self.config.expect_workers
+        );
+        let (watchers, replies) = Watchers::start(None);
+        self.watching = Some((job, watchers));
+        // The job's client id: none, since no client submitted it to this driver (ids of
+        // real clients start at 1, so no `ClientGone` can stop it).
+        let client = 0;
+        match self.wait_for_workers(client).await {
+            Ok(WorkersWaited::Enough) => {}
+            Ok(WorkersWaited::Cancelled) => {
+                // Shutting down: the state stays, and the next driver resumes the job.
+                self.watching = None;
+                return;
+            }
+            Err(error) => {
+                self.watching = None;
+                self.job_ended(job, &replies, Err(error)).await;
+                return;
+            }
+        }
+        let context = RunningJob {
+            job,
+            client,
+            clock: saved.clock,
+            settings: saved.job_file.settings.clone(),
+            physical,
+            stage_timeout: Duration::from_secs(self.config.stage_timeout_s),
+        };
+        let workers = self.membership.ids();
+        self.run_to_end(&context, &saved.job_file, workers, replies, Some(plan)).await;
+    }
+
+    async fn run_to_end(
+        &mut self,
+        job: &RunningJob,
+        job_file: &JobFile,
+        workers: Vec<WorkerId>,
+        replies: mpsc::Sender<DriverToClient>,
+        resume: Option<ResumePlan>,
+    ) {
+        let result = self.run_attempts(job, job_file, workers, &replies, resume).await;
+        self.watching = None;
+        self.job_ended(job.job, &replies, result).await;
+    }
+
+    /// The job is over: its state is removed and its clients told.
+    async fn job_ended(
+        &mut self,
+        job: JobId,
+        replies: &mpsc::Sender<DriverToClient>,
+        result: Result<JobSummary, DriverError>,
+    ) {
+        if let Err(error) = self.state.clear() {
+            eprintln!("sleet driver: {}", sleet_wire::error_chain(&error));
+        }
+        let outcome = match result {
             Ok(summary) => {
                 eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total);
-                let _ = replies.send(DriverToClient::Finished(Box::new(summary))).await;
+                DriverToClient::Finished(Box::new(summary))
             }
             Err(error) => {
                 let reason = sleet_wire::error_chain(&error);
                 eprintln!("sleet driver: job {job} failed: {reason}");
-                let _ = replies.send(DriverToClient::Failed { job, reason }).await;
+                DriverToClient::Failed { job, reason }
             }
+        };
+        let _ = replies.send(outcome.clone()).await;
+        self.last_outcome = Some((job, outcome));
+    }
+
+    /// A client asks to follow `job`: it joins the running job's watchers, or hears how the
+    /// job ended, or that this driver does not know it.
+    async fn attach(&mut self, job: JobId, replies: mpsc::Sender<DriverToClient>) {
+        if let Some((_, watchers)) = self.watching.as_ref().filter(|(watched, _)| *watched == job) {
+            watchers.add(replies);
+            return;
         }
+        let answer = match &self.last_outcome {
+            Some((ended, outcome)) if *ended == job => outcome.clone(),
+            _ => DriverToClient::Rejected {
+                reason: format!(
+                    "this driver knows no job {job}: it is not running, and it is not the last job to end here \
+                     (a finished job's committed output is listed in its sink directory's _manifest.json)"
+                ),
+            },
+        };
+        let _ = replies.send(answer).await;
     }
 
     /// Runs a job's attempts: the first, and after each lost worker one that resumes from the
@@ -190,10 +340,12 @@ impl Coordinator {
     async fn run_attempts(
         &mut self,
         job: &RunningJob,
-        name: &str,
+        job_file: &JobFile,
         workers: Vec<WorkerId>,
         replies: &mpsc::Sender<DriverToClient>,
+        resume: Option<ResumePlan>,
     ) -> Result<JobSummary, DriverError> {
+        let name = job_file.plan.name.as_str();
         let stages = &job.physical.stages;
         let stateful_partitions =
             stages.iter().filter(|stage| stage.is_stateful()).map(|stage| stage.partitions as usize).sum();
@@ -202,7 +354,7 @@ impl Coordinator {
         let mut session = JobSession {
             stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
             checkpoints: Checkpoints::new(job.job, job.settings.checkpoint_interval_ms, stateful_partitions, store),
-            commits: OutputCommits::new(job.job, outputs),
+            commits: OutputCommits::new(job.job, outputs.clone()),
             pending_checkpoints: Vec::new(),
             next_batch: 0,
             joined: Vec::new(),
@@ -213,7 +365,35 @@ impl Coordinator {
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
         let mut restore: Option<CheckpointRecord> = None;
         let mut committed: Option<u64> = None;
+        let mut attempt_jobs: Vec<JobId> = Vec::new();
+        if let Some(plan) = resume {
+            // As after a lost worker, with every worker new: the resumed attempt restores the
+            // checkpoint, re-runs what came after it, and writes only past the manifest.
+            session.checkpoints.adopt(plan.restore.clone(), plan.attempt_jobs.clone());
+            session.commits = OutputCommits::resumed(outputs, plan.manifest);
+            committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
+            session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
+            session.next_batch = plan.resume_batch;
+            session.stats.resumed_at(plan.resume_batch);
+            attempt =
+                Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
+            restore = plan.restore;
+            attempt_jobs = plan.attempt_jobs;
+        }
         loop {
+            if !attempt_jobs.contains(&attempt.job) {
+                attempt_jobs.push(attempt.job);
+            }
+            // Before any worker hears of the attempt: a driver restarted from here numbers
+            // its attempt past this one, so it never writes into this attempt's files.
+            self.state.save(&SavedJob {
+                job: job.job,
+                job_file: job_file.clone(),
+                clock: job.clock,
+                attempt: attempt.number,
+                attempt_jobs: attempt_jobs.clone(),
+                next_job: self.next_job,
+            })?;
             let replay = session.stats.replay.replay_from(attempt.first_batch);
             self.register_attempt(job, name, &attempt, restore.as_ref(), committed, &replay).await;
             let mut link = self.link(job.job, job.client);
@@ -373,12 +553,14 @@ impl Coordinator {
     }
 
     fn link(&mut self, job: JobId, client: ClientId) -> JobLink<'_> {
+        let watchers = self.watching.as_ref().map(|(_, watchers)| watchers.clone()).unwrap_or_default();
         JobLink {
             events: &mut self.events,
             membership: &mut self.membership,
             shutting_down: &mut self.shutting_down,
             job,
             client,
+            watchers,
         }
     }
 
@@ -407,6 +589,7 @@ impl Coordinator {
                     let reason = "the driver is busy with a job waiting for workers; submit again when it ends";
                     let _ = replies.send(DriverToClient::Rejected { reason: reason.into() }).await;
                 }
+                Ok(Some(DriverEvent::Attach { job, replies })) => self.attach(job, replies).await,
                 Ok(Some(_)) => {}
                 Ok(None) | Err(_) => {
                     let joined = self

@@ -25,6 +25,9 @@ pub enum DriverError {
     TaskFailed { task: TaskId, worker: WorkerId, reason: String },
     #[error("{stage} of batch {batch} did not finish within {timeout_s} s; waiting on workers {workers:?}")]
     StageTimeout { stage: sleet_plan::StageId, batch: u64, timeout_s: u64, workers: Vec<WorkerId> },
+    /// The driver's state directory holds something it cannot resume from; names the file.
+    #[error("the driver's state file {}: {reason}", path.display())]
+    State { path: std::path::PathBuf, reason: String },
     #[error("connection failed")]
     Wire(#[from] WireError),
     #[error("I/O failed")]

@@ -19,6 +19,7 @@ use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
 use crate::server::{ClientId, DriverEvent};
+use crate::watchers::Watchers;
 
 /// What the running job's scheduler is told by an event that concerns it.
 pub enum JobEvent {
@@ -142,6 +143,9 @@ impl JobSession {
         if self.pending_checkpoints.iter().any(|pending| Some(pending.batch) <= committed) {
             self.pending_checkpoints.sort_by_key(|pending| pending.batch);
             let ready = self.pending_checkpoints.iter().take_while(|pending| Some(pending.batch) <= committed).count();
+            // The manifest on disk first: what a restarted driver finds committed must reach
+            // at least the checkpoint it resumes from.
+            self.commits.publish_if_behind().map_err(DriverError::Commit)?;
             for checkpoint in self.pending_checkpoints.drain(..ready) {
                 self.stats.replay.forget_through(checkpoint.batch);
                 self.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
@@ -160,6 +164,8 @@ pub struct JobLink<'a> {
     pub shutting_down: &'a mut bool,
     pub job: JobId,
     pub client: ClientId,
+    /// Clients following the job; one that attaches now joins them.
+    pub watchers: Watchers,
 }
 
 impl JobLink<'_> {
@@ -195,6 +201,11 @@ impl JobLink<'_> {
                 DriverEvent::FromWorker { .. } => {}
                 DriverEvent::Submit { replies, .. } => {
                     let reason = format!("the driver is busy running job {}; submit again when it ends", self.job);
+                    let _ = replies.send(DriverToClient::Rejected { reason }).await;
+                }
+                DriverEvent::Attach { job, replies } if job == self.job => self.watchers.add(replies),
+                DriverEvent::Attach { job, replies } => {
+                    let reason = format!("the driver runs job {}, not job {job}", self.job);
                     let _ = replies.send(DriverToClient::Rejected { reason }).await;
                 }
                 DriverEvent::Stop { job } if job == self.job => return JobEvent::Stop,

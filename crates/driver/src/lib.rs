@@ -27,6 +27,7 @@ pub mod group_size;
 pub mod group_tracker;
 pub mod intake;
 pub mod job_link;
+pub mod job_state;
 pub mod liveness;
 pub mod membership;
 pub mod placement;
@@ -35,6 +36,7 @@ pub mod recovery;
 pub mod replay_log;
 pub mod samples;
 pub mod server;
+pub mod watchers;
 
 pub use coordinator::{run, DriverConfig};
 pub use error::DriverError;

@@ -36,6 +36,7 @@ pub struct JobStats {
     pub start_ms: i64,
     batches: VecDeque<BatchRecord>,
     batches_total: u64,
+    batches_before_restart: u64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
@@ -125,6 +126,12 @@ impl JobStats {
         if !self.counted.contains(report.task.batch) {
             self.samples.task(report, stats);
         }
+    }
+
+    /// This driver resumed the job at `batch` after a restart: the batches before it ran
+    /// under the driver before, which took their figures with it.
+    pub fn resumed_at(&mut self, batch: u64) {
+        self.batches_before_restart = batch;
     }
 
     /// An attempt starts on this cluster.
@@ -235,6 +242,7 @@ impl JobStats {
             end_ms,
             batches,
             batches_total: self.batches_total,
+            batches_before_restart: self.batches_before_restart,
             events_in: self.events_in,
             dead_letters: self.dead_letters,
             late_rows_dropped: self.late_rows_dropped,

@@ -39,6 +39,11 @@ pub enum DriverEvent {
     Stop {
         job: JobId,
     },
+    /// A client wants to follow `job` from now on.
+    Attach {
+        job: JobId,
+        replies: mpsc::Sender<DriverToClient>,
+    },
     ClientGone {
         client: ClientId,
     },
@@ -50,6 +55,7 @@ pub async fn accept_loop(
     events: mpsc::Sender<DriverEvent>,
     liveness: Arc<Liveness>,
     heartbeats: HeartbeatSettings,
+    incarnation: u64,
 ) {
     let next_worker = Arc::new(AtomicU32::new(1));
     let next_client = Arc::new(AtomicU64::new(1));
@@ -70,7 +76,7 @@ pub async fn accept_loop(
                 Role::Worker => {
                     // Ids are never reused: a lost worker that comes back is a new member.
                     let id = next_worker.fetch_add(1, Ordering::Relaxed);
-                    serve_worker(connection, id, events, liveness, heartbeats).await
+                    serve_worker(connection, id, events, liveness, heartbeats, incarnation).await
                 }
                 Role::Heartbeat => serve_heartbeats(connection, liveness).await,
                 Role::Client => serve_client(connection, next_client.fetch_add(1, Ordering::Relaxed), events).await,
@@ -86,6 +92,7 @@ async fn serve_worker(
     events: mpsc::Sender<DriverEvent>,
     liveness: Arc<Liveness>,
     heartbeats: HeartbeatSettings,
+    incarnation: u64,
 ) {
     let (mut reader, mut writer) = connection.into_split();
     let register = match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
@@ -93,12 +100,21 @@ async fn serve_worker(
         Ok(None) => return,
         Err(error) => Err(error),
     };
-    let Ok(WorkerToDriver::Register { name, shuffle_address, cores, pid }) = register else {
+    let Ok(WorkerToDriver::Register { name, shuffle_address, cores, pid, previous_driver }) = register else {
         eprintln!("sleet driver: a worker connected without registering; closing it");
         return;
     };
-    let welcome =
-        DriverToWorker::Welcome { worker: id, heartbeat_interval_ms: heartbeats.interval.as_millis().max(1) as u64 };
+    if previous_driver == Some(incarnation) {
+        // This driver cut it off (declared lost, fenced): it must not come back as if the
+        // driver had restarted. Closing without a welcome tells it to exit.
+        eprintln!("sleet driver: refused {name} (pid {pid}): this driver declared it lost");
+        return;
+    }
+    let welcome = DriverToWorker::Welcome {
+        worker: id,
+        heartbeat_interval_ms: heartbeats.interval.as_millis().max(1) as u64,
+        driver_incarnation: incarnation,
+    };
     if sleet_wire::write_binary(&mut writer, &welcome).await.is_err() || writer.flush().await.is_err() {
         return;
     }
@@ -189,6 +205,7 @@ async fn serve_client(connection: Connection, client: ClientId, events: mpsc::Se
         let event = match request {
             Ok(ClientRequest::Submit(job)) => DriverEvent::Submit { client, job, replies: replies.clone() },
             Ok(ClientRequest::Stop { job }) => DriverEvent::Stop { job },
+            Ok(ClientRequest::Attach { job }) => DriverEvent::Attach { job, replies: replies.clone() },
             Ok(ClientRequest::Shutdown) => DriverEvent::Shutdown,
             Err(error) => {
                 let _ = replies.send(DriverToClient::Rejected { reason: format!("malformed request: {error}") }).await;

@@ -127,6 +127,10 @@ pub enum DriverToWorker {
         worker: WorkerId,
         /// How often to send a heartbeat on the heartbeat connection.
         heartbeat_interval_ms: u64,
+        /// Tells this driver process from a restarted one at the same address: a worker
+        /// that loses its connection re-registers only with a driver of another incarnation
+        /// (the one it knew died), never with the one that cut it off.
+        driver_incarnation: u64,
     },
     RegisterJob(JobRegistration),
     /// bsp: one task, with its input decided by the driver.
@@ -197,6 +201,9 @@ pub enum WorkerToDriver {
         shuffle_address: String,
         cores: u32,
         pid: u32,
+        /// The incarnation of the driver this worker was registered with before, if any: a
+        /// driver refuses a worker it declared lost itself.
+        previous_driver: Option<u64>,
     },
     /// Asynchronous, batched progress: whatever finished since the previous status.
     Status(StatusBatch),
@@ -299,6 +306,12 @@ pub enum ClientRequest {
     Stop {
         job: JobId,
     },
+    /// Follow a job submitted earlier (over a connection that was lost, or to a driver that
+    /// restarted since): the driver answers with its progress and its end as it would the
+    /// submitter, or `Rejected` when it does not know the job.
+    Attach {
+        job: JobId,
+    },
     /// Stop every job, tell the workers to exit, then exit.
     Shutdown,
 }
@@ -380,6 +393,11 @@ pub struct JobSummary {
     /// Every batch the job completed, including those no longer in `batches`.
     #[serde(default)]
     pub batches_total: u64,
+    /// The batch a driver restarted from its state directory resumed at: every batch before
+    /// it ran under an earlier driver, and no figure here counts them. 0 when the driver that
+    /// ends the job also started it.
+    #[serde(default)]
+    pub batches_before_restart: u64,
     pub events_in: u64,
     pub dead_letters: u64,
     pub late_rows_dropped: u64,

@@ -27,6 +27,14 @@ pub enum WorkerError {
     MissingBlock(BlockId),
     #[error("connection to the driver failed")]
     Wire(#[from] WireError),
+    /// No driver listened at the address within the reconnect time; a retry later may help.
+    #[error("no driver could be reached at {address} within {waited_s} s (--driver-reconnect)")]
+    DriverGone {
+        address: String,
+        waited_s: u64,
+        #[source]
+        source: WireError,
+    },
     #[error("job {0} is not registered on this worker")]
     UnknownJob(u64),
     #[error("internal: {0}")]

@@ -1,6 +1,13 @@
 //! The worker process: binds its shuffle service, registers with the driver, and serves the
 //! driver's connection: jobs registered, groups and tasks handed to the scheduler shell
 //! (`launcher`), stops and ends of jobs, shutdown.
+//!
+//! A registration lives as long as its connection: a *session*. When the driver goes away
+//! the session ends, and everything of it (jobs, blocks, tasks in flight, the shuffle
+//! service) goes with its runtime; the worker then tries for `driver_reconnect` to register
+//! afresh, as a new member, with a restarted driver at the same address. A driver that
+//! itself cut the worker off (declared it lost) refuses it, and the worker exits: a frozen
+//! process that wakes up must not come back as if nothing happened.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -46,6 +53,22 @@ pub struct WorkerConfig {
     pub disk_bytes_per_s: Option<u64>,
     /// Sync every sink write on the disk to the device before it counts as done.
     pub sync_writes: bool,
+    /// How long to keep trying to reach a driver that went away; zero: exit at once.
+    pub driver_reconnect: Duration,
+}
+
+/// How often a worker that lost its driver tries to connect again.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(200);
+
+/// How a session with a driver ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SessionEnd {
+    /// The driver said `Shutdown`.
+    Shutdown,
+    /// The connection to the driver of this incarnation closed or failed.
+    DriverGone { incarnation: u64 },
+    /// A driver that declared this worker lost refused it.
+    Refused,
 }
 
 /// Bound on messages queued towards the driver; a full queue slows task completion.
@@ -74,25 +97,103 @@ fn advertised_address(bound: SocketAddr, advertise: Option<&str>) -> Result<Stri
     }
 }
 
-/// Runs until the driver says `Shutdown` or goes away.
+/// Runs until the driver says `Shutdown`, refuses the worker, or stays away longer than
+/// `driver_reconnect`.
 pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
+    let mut previous_driver: Option<u64> = None;
+    loop {
+        // Each session on a thread and runtime of its own: dropping the runtime at its end
+        // cancels every task it spawned, so nothing of a forgotten session runs on.
+        let (ended_tx, ended_rx) = tokio::sync::oneshot::channel();
+        let session_config = config.clone();
+        std::thread::Builder::new().name("sleet-worker-session".into()).spawn(move || {
+            let ended = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(WorkerError::Io)
+                .and_then(|runtime| runtime.block_on(session(session_config, previous_driver)));
+            let _ = ended_tx.send(ended);
+        })?;
+        let ended = ended_rx.await.map_err(|_| WorkerError::Internal("the worker's session thread died".into()))??;
+        match ended {
+            SessionEnd::Shutdown => return Ok(()),
+            SessionEnd::Refused => {
+                eprintln!("sleet worker: the driver declared this worker lost and refuses it; exiting");
+                return Ok(());
+            }
+            SessionEnd::DriverGone { .. } if config.driver_reconnect.is_zero() => {
+                eprintln!("sleet worker: the driver closed the connection; exiting");
+                return Ok(());
+            }
+            SessionEnd::DriverGone { incarnation } => {
+                eprintln!(
+                    "sleet worker: lost the driver at {}; trying to register again for up to {} s",
+                    config.driver_address,
+                    config.driver_reconnect.as_secs_f64()
+                );
+                previous_driver = Some(incarnation);
+            }
+        }
+    }
+}
+
+/// Connects to the driver, trying again for up to `retry_for` while nothing listens there.
+async fn connect_driver(address: &str, retry_for: Duration) -> Result<Connection, WorkerError> {
+    let deadline = tokio::time::Instant::now() + retry_for;
+    let mut said = false;
+    loop {
+        match Connection::connect(address, Role::Worker).await {
+            Ok(connection) => return Ok(connection),
+            Err(error) if tokio::time::Instant::now() >= deadline => {
+                return Err(WorkerError::DriverGone {
+                    address: address.to_string(),
+                    waited_s: retry_for.as_secs(),
+                    source: error,
+                })
+            }
+            Err(error) => {
+                if !said {
+                    eprintln!(
+                        "sleet worker: no driver at {address} yet ({error}); trying for up to {} s",
+                        retry_for.as_secs()
+                    );
+                    said = true;
+                }
+                tokio::time::sleep(RECONNECT_PAUSE).await
+            }
+        }
+    }
+}
+
+/// One registration with a driver, from connecting to the end of its connection.
+async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<SessionEnd, WorkerError> {
     let listener = TcpListener::bind(&config.shuffle_listen).await?;
     let shuffle_address = advertised_address(listener.local_addr()?, config.advertise.as_deref())?;
     let store = Arc::new(BlockStore::default());
     let (announced_tx, announced_rx) = mpsc::channel::<BlocksAnnounced>(ANNOUNCEMENT_QUEUE_LEN_MAX);
     tokio::spawn(shuffle::serve(listener, Arc::clone(&store), announced_tx.clone()));
 
-    let mut connection = Connection::connect(&config.driver_address, Role::Worker).await?;
+    // A worker started a moment before its driver, or one whose driver restarts, waits for
+    // it rather than failing at once; a worker restarted along with the driver is both.
+    let mut connection = connect_driver(&config.driver_address, config.driver_reconnect).await?;
     connection
         .send_binary(&WorkerToDriver::Register {
             name: config.name.clone(),
             shuffle_address: shuffle_address.clone(),
             cores: config.cores,
             pid: std::process::id(),
+            previous_driver,
         })
         .await?;
-    let welcome = connection.recv().await?.ok_or(sleet_wire::WireError::Truncated)?;
-    let DriverToWorker::Welcome { worker, heartbeat_interval_ms } = welcome.binary("welcome")? else {
+    let welcome = match connection.recv().await {
+        Ok(Some(welcome)) => welcome,
+        // Closed without a welcome: a driver that remembers cutting this worker off.
+        Ok(None) | Err(_) if previous_driver.is_some() => return Ok(SessionEnd::Refused),
+        Ok(None) => return Err(sleet_wire::WireError::Truncated.into()),
+        Err(error) => return Err(error.into()),
+    };
+    let DriverToWorker::Welcome { worker, heartbeat_interval_ms, driver_incarnation } = welcome.binary("welcome")?
+    else {
         return Err(WorkerError::Internal("the driver did not answer the registration with a welcome".into()));
     };
     eprintln!("sleet worker {worker}: registered with {} (shuffle on {shuffle_address})", config.driver_address);
@@ -133,10 +234,18 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     tokio::spawn(shell.run(events_rx, announced_rx));
 
     let mut jobs: HashMap<JobId, Arc<JobRuntime>> = HashMap::default();
+    let mut ended = SessionEnd::DriverGone { incarnation: driver_incarnation };
     loop {
-        let Some(frame) = sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await? else {
-            eprintln!("sleet worker {worker}: the driver closed the connection; exiting");
-            break;
+        let frame = match sleet_wire::read_frame(&mut reader, sleet_wire::MAX_FRAME_BYTES).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                eprintln!("sleet worker {worker}: the driver closed the connection; its jobs are forgotten");
+                break;
+            }
+            Err(error) => {
+                eprintln!("sleet worker {worker}: the driver connection failed ({error}); its jobs are forgotten");
+                break;
+            }
         };
         let decode_started_us = now_us();
         let message = frame.binary::<DriverToWorker>("driver message")?;
@@ -186,6 +295,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
             }
             DriverToWorker::Shutdown => {
                 eprintln!("sleet worker {worker}: shutting down at the driver's request");
+                ended = SessionEnd::Shutdown;
                 break;
             }
         }
@@ -196,7 +306,7 @@ pub async fn run(config: WorkerConfig) -> Result<(), WorkerError> {
     drop(outgoing);
     drop(events);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer_task).await;
-    Ok(())
+    Ok(ended)
 }
 
 async fn report_unknown_job(outgoing: &mpsc::Sender<Outgoing>, worker: u32, task: TaskId, group: Option<u64>) {

@@ -254,6 +254,7 @@ async fn execute(
         .await;
         monotasks.push(record);
         result?;
+        sleet_failpoint::hit("worker-after-sink-write");
         stats.sink_visible_at_us = Some(record.finished_at_us);
     }
     if !output.closed_windows.is_empty() || stats.sink_visible_at_us.is_some() {

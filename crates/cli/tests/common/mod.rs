@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod kafka;
+pub mod recovery;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -77,9 +78,15 @@ pub fn start_driver_on(listen: &str, extra: &[&str]) -> (Child, String) {
 
 /// As `start_driver_on`, its log going to `log`.
 pub fn start_driver_logged(listen: &str, extra: &[&str], log: impl Into<Stdio>) -> (Child, String) {
+    start_driver_armed(listen, extra, log, "")
+}
+
+/// As `start_driver_logged`, with the failpoints of `failpoints` (`SLEET_FAILPOINTS`) armed.
+pub fn start_driver_armed(listen: &str, extra: &[&str], log: impl Into<Stdio>, failpoints: &str) -> (Child, String) {
     let mut driver = sleet()
         .args(["driver", "--listen", listen])
         .args(extra)
+        .env("SLEET_FAILPOINTS", failpoints)
         .stdout(Stdio::piped())
         .stderr(log)
         .spawn()
