@@ -315,6 +315,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                 net_bytes_per_s: limits.net_bandwidth,
                 disk_bytes_per_s: limits.disk_bandwidth,
                 sync_writes: limits.sync_writes,
+                report_monotasks: !limits.no_monotask_records,
                 driver_reconnect,
             };
             sleet_worker::run(config).await.context("worker failed")?;

@@ -1,5 +1,5 @@
 //! The worker's resource limits for experiments (`--net-bandwidth`, `--disk-bandwidth`,
-//! `--sync-writes`): the flags, their parser, and the arguments a local cluster passes on to
+//! `--sync-writes`, and `--no-monotask-records` for measuring what recording costs): the flags, their parser, and the arguments a local cluster passes on to
 //! each worker process it starts.
 
 /// Flags shared by `sleet worker` and the benchmarks that start workers.
@@ -19,6 +19,10 @@ pub struct WorkerLimits {
     /// Sync every sink write on the disk to the device (fsync) before it counts as done.
     #[arg(long)]
     pub sync_writes: bool,
+    /// Reports carry no monotask records: the driver has nothing to model and results no
+    /// cpu breakdown or clarity section. Only for measuring what recording costs.
+    #[arg(long)]
+    pub no_monotask_records: bool,
 }
 
 impl WorkerLimits {
@@ -34,6 +38,9 @@ impl WorkerLimits {
         if self.sync_writes {
             args.push("--sync-writes".to_string());
         }
+        if self.no_monotask_records {
+            args.push("--no-monotask-records".to_string());
+        }
         args
     }
 
@@ -43,6 +50,7 @@ impl WorkerLimits {
             "net_bandwidth_bytes_per_s": self.net_bandwidth,
             "disk_bandwidth_bytes_per_s": self.disk_bandwidth,
             "sync_writes": self.sync_writes,
+            "monotask_records": !self.no_monotask_records,
         })
     }
 }
@@ -96,7 +104,12 @@ mod tests {
 
     #[test]
     fn limits_become_worker_arguments() {
-        let limits = WorkerLimits { net_bandwidth: Some(4_000_000), disk_bandwidth: None, sync_writes: true };
+        let limits = WorkerLimits {
+            net_bandwidth: Some(4_000_000),
+            disk_bandwidth: None,
+            sync_writes: true,
+            no_monotask_records: false,
+        };
         assert_eq!(limits.worker_args(), ["--net-bandwidth", "4000000", "--sync-writes"]);
         assert!(WorkerLimits::default().worker_args().is_empty());
     }

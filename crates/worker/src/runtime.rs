@@ -53,6 +53,8 @@ pub struct WorkerConfig {
     pub disk_bytes_per_s: Option<u64>,
     /// Sync every sink write on the disk to the device before it counts as done.
     pub sync_writes: bool,
+    /// Send each task's monotask records with its report (the default).
+    pub report_monotasks: bool,
     /// How long to keep trying to reach a driver that went away; zero: exit at once.
     pub driver_reconnect: Duration,
 }
@@ -219,6 +221,7 @@ async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<S
         net_blocking: ResourcePool::new(Resource::Net, 2, MONOTASK_QUEUE_LEN_MAX).with_limit(net_limit.clone()),
         net_limit,
         sync_writes: config.sync_writes,
+        report_monotasks: config.report_monotasks,
         store,
         shuffle: Arc::new(ShuffleClient::default()),
         announcer: Announcer::new(worker, shuffle_address, announced_tx),

@@ -54,6 +54,9 @@ pub struct WorkerContext {
     /// Sync each sink write on the disk before it counts as done (`--sync-writes`): a disk
     /// write then costs the device's time, not the page cache's.
     pub sync_writes: bool,
+    /// Whether reports carry their monotask records (`--no-monotask-records` turns them off,
+    /// to measure what recording and modelling cost: the driver then has nothing to model).
+    pub report_monotasks: bool,
     pub store: Arc<BlockStore>,
     pub shuffle: Arc<ShuffleClient>,
     /// Pushes map output metadata to the owners of reduce partitions (group scheduling).
@@ -95,6 +98,9 @@ pub async fn run_task(
         (TaskOutcome::Succeeded(_), Some(last)) => last.finished_at_us,
         _ => now_us(),
     };
+    if !ctx.report_monotasks {
+        monotasks = Vec::new();
+    }
     TaskReport { task: descriptor.task, worker: ctx.worker, group, outcome, monotasks, started_at_us, finished_at_us }
 }
 
