@@ -416,6 +416,13 @@ impl Coordinator {
                     return other.and(finished).map(|()| session.stats.summary(now_ms()));
                 }
             };
+            if let Some((worker, _)) = &lost {
+                // A loss found by a failed send leaves the worker a member; its closed
+                // connection then reports the same loss again, which must not be taken for a
+                // second one (a second recovery of the new attempt). Out of the membership, it
+                // is fenced as one lost by its connection is.
+                self.membership.leave(*worker);
+            }
             let decided_at_ms = now_ms();
             let checkpoint = session.checkpoints.latest().cloned();
             // Joined workers still connected take partitions now, whether or not one was lost.
