@@ -21,6 +21,7 @@ use serde_json::json;
 use sleet_plan::SinkSpec;
 use sleet_wire::clock::{now_ms, BatchClock};
 
+use crate::bench_kafka::on_brokers;
 use crate::bench_ysb::{clear_run_outputs, write_output};
 use crate::client::run_job_with_status;
 use crate::cluster::{signal_worker, sleep_until_ms, LocalCluster};
@@ -29,7 +30,6 @@ use crate::interrupt::Interrupted;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
 use crate::ysb_report::{evaluate, RunPlan};
 use sleet_kafka::admin::{delete_topic, ensure_topic};
-use sleet_kafka::cluster::Cluster;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchChaosArgs {
@@ -157,19 +157,14 @@ async fn run_chaos(args: &BenchChaosArgs, dir: &Path) -> Result<bool> {
     }
     let topic = format!("sleet-chaos-{}-{}-results", std::process::id(), now_ms());
     let partitions = args.workers;
-    let (brokers, name) = (args.brokers.clone(), topic.clone());
-    tokio::task::spawn_blocking(move || ensure_topic(&mut Cluster::new(&brokers), &name, partitions))
-        .await?
-        .with_context(|| {
-            format!("creating the results topic on {} (is a broker running? `scripts/kafka.sh start`)", args.brokers)
-        })?;
+    let name = topic.clone();
+    on_brokers(&args.brokers, move |cluster| ensure_topic(cluster, &name, partitions)).await.with_context(|| {
+        format!("creating the results topic on {} (is a broker running? `scripts/kafka.sh start`)", args.brokers)
+    })?;
     let outcome = run_chaos_into(args, dir, Some(&topic)).await;
     for name in [topic.clone(), sleet_connectors::sink::marker_topic(&topic)] {
-        let brokers = args.brokers.clone();
-        if let Ok(Err(error)) =
-            tokio::task::spawn_blocking(move || delete_topic(&mut Cluster::new(&brokers), &name)).await
-        {
-            eprintln!("  note: a topic of this run was not deleted: {error}");
+        if let Err(error) = on_brokers(&args.brokers, move |cluster| delete_topic(cluster, &name)).await {
+            eprintln!("  note: a topic of this run was not deleted: {error:#}");
         }
     }
     outcome
@@ -220,6 +215,16 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
         return Err(error.context("the chaos stopped before its last signal"));
     }
 
+    let rows = match sink_topic {
+        Some(topic) => {
+            let (brokers, topic) = (args.brokers.clone(), topic.to_string());
+            tokio::task::spawn_blocking(move || sleet_connectors::sink::read_ysb_topic(&brokers, &topic))
+                .await?
+                .context("reading the results topic (read_committed)")?
+        }
+        None => sleet_connectors::sink::read_ysb_sink(&results_dir).context("reading the committed results")?,
+    };
+    let duplicates = duplicate_rows(&rows);
     let plan = RunPlan {
         spec: &spec,
         config: json!({
@@ -240,20 +245,9 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
         warmup_ms: 0,
         stopped_early: false,
         input: None,
-        sink_rows: None,
+        sink_rows: Some(rows),
     };
-    let rows = match sink_topic {
-        Some(topic) => {
-            let (brokers, topic) = (args.brokers.clone(), topic.to_string());
-            tokio::task::spawn_blocking(move || sleet_connectors::sink::read_ysb_topic(&brokers, &topic))
-                .await?
-                .context("reading the results topic (read_committed)")?
-        }
-        None => sleet_connectors::sink::read_ysb_sink(&results_dir).context("reading the committed results")?,
-    };
-    let plan = RunPlan { sink_rows: sink_topic.map(|_| rows.clone()), ..plan };
     let report = evaluate(&plan, &summary, &results_dir)?;
-    let duplicates = duplicate_rows(&rows);
     let correct = report.correct == Some(true) && duplicates == 0;
     let driver_restarts = strikes.iter().filter(|strike| strike.replacement == RESTARTED_DRIVER).count();
     eprintln!(

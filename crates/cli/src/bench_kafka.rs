@@ -49,7 +49,9 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         })?;
     }
     let outcome = run_with_topic(args, probe, run_dir, &topic, sink_topic, partitions).await;
-    for name in [Some(topic.as_str()), sink_topic].into_iter().flatten() {
+    // The sink's commit markers live in a topic of their own, created on its first write.
+    let markers = sink_topic.map(sleet_connectors::sink::marker_topic);
+    for name in [Some(topic.as_str()), sink_topic, markers.as_deref()].into_iter().flatten() {
         let name = name.to_string();
         if let Err(error) = on_brokers(brokers, move |cluster| delete_topic(cluster, &name)).await {
             eprintln!("  note: a topic of this run was not deleted: {error:#}");
@@ -59,7 +61,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
 }
 
 /// Runs blocking client calls against `brokers` off the async threads.
-async fn on_brokers<T: Send + 'static>(
+pub async fn on_brokers<T: Send + 'static>(
     brokers: &str,
     calls: impl FnOnce(&mut Cluster) -> Result<T, sleet_kafka::KafkaError> + Send + 'static,
 ) -> Result<T> {

@@ -135,7 +135,6 @@ async fn reattach(driver_address: &str, job: JobId) -> Result<Connection> {
     }
 }
 
-/// One line on a recovery, for people: what was lost, where the job resumed, what ran again.
 /// One line about workers that joined or left a running job and the partitions that moved.
 pub fn describe_rebalance(rebalance: &sleet_wire::RebalanceRecord) -> String {
     let mut who = Vec::new();
@@ -156,6 +155,7 @@ pub fn describe_rebalance(rebalance: &sleet_wire::RebalanceRecord) -> String {
     )
 }
 
+/// One line on a recovery, for people: what was lost, where the job resumed, what ran again.
 pub fn describe_recovery(recovery: &sleet_wire::RecoveryRecord) -> String {
     let from = match recovery.checkpoint_batch {
         Some(batch) => format!("the checkpoint after batch {batch}"),

@@ -26,7 +26,8 @@ pub struct RunPlan<'a> {
     /// Events that came through an outside system (Kafka) rather than the job's own
     /// generator: what was written, which the results are checked against.
     pub input: Option<ProducedInput>,
-    /// The result rows when they are not in `results_dir` (a Kafka sink, read back).
+    /// The result rows when the caller has them already (a Kafka sink read back, or rows
+    /// it checks itself); `None`: read from `results_dir`.
     pub sink_rows: Option<Vec<sleet_connectors::sink::SinkRow>>,
     /// Whether the run was cut short on purpose (a search's probe that fell behind): its
     /// results are not checked, since batches past the cut never ran.
@@ -68,11 +69,15 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
     let (correct, mismatches, windows_expected, latencies, dead_letters_expected) = if plan.stopped_early {
         (None, None, None, Vec::new(), None)
     } else {
-        let rows = match &plan.sink_rows {
-            Some(rows) => rows.clone(),
-            None => sleet_connectors::sink::read_ysb_sink(results_dir).context("reading the sink output")?,
+        let read;
+        let rows: &[sleet_connectors::sink::SinkRow] = match &plan.sink_rows {
+            Some(rows) => rows,
+            None => {
+                read = sleet_connectors::sink::read_ysb_sink(results_dir).context("reading the sink output")?;
+                &read
+            }
         };
-        let check = check_counts(plan.spec, check_from_ms, check_to_ms, &rows);
+        let check = check_counts(plan.spec, check_from_ms, check_to_ms, rows);
         for example in &check.examples {
             eprintln!("  mismatch: {example}");
         }
@@ -80,7 +85,7 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         let correct = check.mismatches == 0 && summary.dead_letters == dead_letters_expected && ran_fully;
         let visible_at_ms: std::collections::BTreeMap<u64, i64> =
             summary.batches.iter().map(|batch| (batch.batch, batch.results_visible_at_ms)).collect();
-        let latencies = window_latencies_ms(&rows, &visible_at_ms, warm_ms, end_ms);
+        let latencies = window_latencies_ms(rows, &visible_at_ms, warm_ms, end_ms);
         (Some(correct), Some(check.mismatches), Some(check.windows_expected), latencies, Some(dead_letters_expected))
     };
 

@@ -540,14 +540,7 @@ fn run_kafka_recovery(name: &str, failpoints: &str, strike: impl FnOnce(&mut Rea
         let armed = if index == 3 { failpoints } else { "" };
         processes.0.push(common::recovery::worker_armed(&dir, &address, index, armed));
     }
-    let submit = sleet()
-        .arg("submit")
-        .arg(&job)
-        .args(["--driver", &address])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("submit");
+    let submit = common::recovery::submit_file(&job, &address);
     strike(&mut processes, start_ms);
 
     let (succeeded, stdout, stderr) = common::recovery::output_of(submit, Duration::from_secs(120));

@@ -151,6 +151,11 @@ impl Checkpoints {
         self.attempts = attempts;
     }
 
+    /// Every attempt's id so far, the running one last.
+    pub fn attempts(&self) -> &[JobId] {
+        &self.attempts
+    }
+
     pub fn latest(&self) -> Option<&CheckpointRecord> {
         self.latest.as_ref()
     }

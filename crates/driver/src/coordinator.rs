@@ -365,11 +365,10 @@ impl Coordinator {
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
         let mut restore: Option<CheckpointRecord> = None;
         let mut committed: Option<u64> = None;
-        let mut attempt_jobs: Vec<JobId> = Vec::new();
         if let Some(plan) = resume {
             // As after a lost worker, with every worker new: the resumed attempt restores the
             // checkpoint, re-runs what came after it, and writes only past the manifest.
-            session.checkpoints.adopt(plan.restore.clone(), plan.attempt_jobs.clone());
+            session.checkpoints.adopt(plan.restore.clone(), plan.attempt_jobs);
             session.commits = OutputCommits::resumed(outputs, plan.manifest);
             committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
             session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
@@ -378,12 +377,8 @@ impl Coordinator {
             attempt =
                 Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
             restore = plan.restore;
-            attempt_jobs = plan.attempt_jobs;
         }
         loop {
-            if !attempt_jobs.contains(&attempt.job) {
-                attempt_jobs.push(attempt.job);
-            }
             // Before any worker hears of the attempt: a driver restarted from here numbers
             // its attempt past this one, so it never writes into this attempt's files.
             self.state.save(&SavedJob {
@@ -391,7 +386,7 @@ impl Coordinator {
                 job_file: job_file.clone(),
                 clock: job.clock,
                 attempt: attempt.number,
-                attempt_jobs: attempt_jobs.clone(),
+                attempt_jobs: session.checkpoints.attempts().to_vec(),
                 next_job: self.next_job,
             })?;
             let replay = session.stats.replay.replay_from(attempt.first_batch);

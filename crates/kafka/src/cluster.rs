@@ -165,9 +165,8 @@ impl Cluster {
         request: &R,
     ) -> Result<R::Response, KafkaError> {
         let leader = self.leader(topic, partition)?;
-        let result = self.broker(leader).and_then(|connection| connection.call(request));
+        let result = self.call_broker(leader, request);
         if result.is_err() {
-            self.connections.remove(&leader);
             self.invalidate(topic);
         }
         result

@@ -46,7 +46,13 @@ impl PartitionReader {
     }
 
     pub fn offset(&mut self, query: OffsetQuery) -> Result<i64, KafkaError> {
-        list_offset(&mut self.cluster, &self.topic, self.partition, query, self.settings.isolation_level)
+        self.offset_at(query, self.settings.isolation_level)
+    }
+
+    /// `offset` as a reader at `isolation_level` sees it: for `Latest`, read_uncommitted
+    /// gives the end of what was written, read_committed the last stable offset.
+    pub fn offset_at(&mut self, query: OffsetQuery, isolation_level: i8) -> Result<i64, KafkaError> {
+        list_offset(&mut self.cluster, &self.topic, self.partition, query, isolation_level)
     }
 
     /// One fetch from `from`, handing every record in `[from, end)` to `visit`; returns the

@@ -61,28 +61,39 @@ impl Producer {
             base_sequence: self.next_sequence[index],
             transactional: false,
         };
-        let mut encoded = Vec::with_capacity(batch.bytes() + 128);
-        batch.finish(stamp, &mut encoded);
-        let records = bytes::Bytes::from(encoded);
-        let offset = retry_transient(|| {
-            let result = self.send_once(partition, records.clone());
-            if result.as_ref().is_err_and(KafkaError::is_transient) {
-                self.cluster.invalidate(&self.topic);
-            }
-            result
-        })?;
-        self.next_sequence[index] = self.next_sequence[index].wrapping_add(count);
+        let offset = send_stamped(&mut self.cluster, &self.topic, partition, batch, stamp, None)?;
+        self.next_sequence[index] = stamp.base_sequence.wrapping_add(count);
         Ok(offset)
     }
+}
 
-    fn send_once(&mut self, partition: u32, records: bytes::Bytes) -> Result<i64, KafkaError> {
-        produce(&mut self.cluster, &self.topic, partition, records, None)
-    }
+/// Encodes `batch` under `stamp` (emptying it) and produces it to `topic`/`partition`,
+/// retrying transient failures (a broker restarting, a leader moving) for about a minute;
+/// the broker de-duplicates a retried batch by its sequence. Returns the offset of its first
+/// record. Shared by the idempotent and the transactional producer.
+pub(crate) fn send_stamped(
+    cluster: &mut Cluster,
+    topic: &str,
+    partition: u32,
+    batch: &mut BatchBuilder,
+    stamp: ProducerStamp,
+    transactional_id: Option<&str>,
+) -> Result<i64, KafkaError> {
+    let mut encoded = Vec::with_capacity(batch.bytes() + 128);
+    batch.finish(stamp, &mut encoded);
+    let records = bytes::Bytes::from(encoded);
+    retry_transient(|| {
+        let result = produce(cluster, topic, partition, records.clone(), transactional_id);
+        if result.as_ref().is_err_and(KafkaError::is_transient) {
+            cluster.invalidate(topic);
+        }
+        result
+    })
 }
 
 /// One produce request of `records` to `topic`/`partition`, acknowledged by every in-sync
 /// replica; returns the offset of its first record.
-pub(crate) fn produce(
+fn produce(
     cluster: &mut Cluster,
     topic: &str,
     partition: u32,

@@ -26,8 +26,8 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::batch_builder::{BatchBuilder, ProducerStamp};
 use crate::cluster::Cluster;
 use crate::error::KafkaError;
-use crate::producer::produce;
-use crate::retry::{retry_transient, retry_while};
+use crate::producer::send_stamped;
+use crate::retry::retry_while;
 
 /// FindCoordinator's key type for a transactional id.
 const TRANSACTION_COORDINATOR: i8 = 1;
@@ -67,10 +67,6 @@ impl TransactionalProducer {
         producer.producer_id = response.producer_id.0;
         producer.producer_epoch = response.producer_epoch;
         Ok(producer)
-    }
-
-    pub fn transactional_id(&self) -> &str {
-        &self.transactional_id
     }
 
     /// Adds partitions to the open transaction (opening one) in one round trip; partitions
@@ -129,17 +125,7 @@ impl TransactionalProducer {
             base_sequence: sequence,
             transactional: true,
         };
-        let mut encoded = Vec::with_capacity(batch.bytes() + 128);
-        batch.finish(stamp, &mut encoded);
-        let records = bytes::Bytes::from(encoded);
-        let transactional_id = self.transactional_id.clone();
-        let offset = retry_transient(|| {
-            let result = produce(&mut self.cluster, topic, partition, records.clone(), Some(&transactional_id));
-            if result.as_ref().is_err_and(KafkaError::is_transient) {
-                self.cluster.invalidate(topic);
-            }
-            result
-        })?;
+        let offset = send_stamped(&mut self.cluster, topic, partition, batch, stamp, Some(&self.transactional_id))?;
         self.next_sequence.insert(key, sequence.wrapping_add(count));
         Ok(offset)
     }

@@ -60,9 +60,14 @@ pub fn worker_armed(dir: &Path, address: &str, index: u32, failpoints: &str) -> 
 }
 
 pub fn submit(job: &Job, address: &str) -> Child {
+    submit_file(&job.path, address)
+}
+
+/// `sleet submit` of the job file at `path`, its output piped for `output_of`.
+pub fn submit_file(path: &Path, address: &str) -> Child {
     sleet()
         .arg("submit")
-        .arg(&job.path)
+        .arg(path)
         .args(["--driver", address])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -54,6 +54,9 @@ pub struct KafkaSink {
     topic: String,
     key_columns: Vec<String>,
     context: SinkContext,
+    marker_topic: String,
+    /// What this partition's commit markers are keyed by: `<run>/<partition>`.
+    marker_key: String,
     /// Opened on the first write, on the network scheduler: opening talks to the broker.
     writer: Mutex<Option<TransactionalWriter>>,
 }
@@ -62,7 +65,6 @@ pub struct KafkaSink {
 struct TransactionalWriter {
     producer: TransactionalProducer,
     target: u32,
-    marker_topic: String,
     marker_partition: u32,
     /// The last batch this partition committed, in this attempt or an earlier one.
     committed_through: Option<u64>,
@@ -74,6 +76,8 @@ impl KafkaSink {
             brokers: brokers.to_string(),
             topic: topic.to_string(),
             key_columns: key_columns.to_vec(),
+            marker_topic: marker_topic(topic),
+            marker_key: format!("{}/{}", context.run, context.partition),
             context,
             writer: Mutex::new(None),
         }
@@ -83,20 +87,15 @@ impl KafkaSink {
         ConnectorError::External { what: format!("Kafka sink `{}` on {}", self.topic, self.brokers), reason }
     }
 
-    fn marker_key(&self) -> String {
-        format!("{}/{}", self.context.run, self.context.partition)
-    }
-
     /// Fences earlier writers of this partition, then reads what they committed. In that
     /// order: once the producer is initialised no earlier one can commit any more.
     fn open(&self) -> Result<TransactionalWriter, KafkaError> {
         let mut cluster = Cluster::new(&self.brokers);
         let target = self.context.partition % cluster.topic(&self.topic)?.partitions();
-        let marker_topic = marker_topic(&self.topic);
         // Compacted: only each partition's last marker has to stay.
         let marker_partitions = ensure_topic_with(
             &mut cluster,
-            &marker_topic,
+            &self.marker_topic,
             self.context.partitions.max(1),
             &[("cleanup.policy", "compact")],
         )?;
@@ -105,8 +104,8 @@ impl KafkaSink {
         let producer = TransactionalProducer::new(&self.brokers, &transactional_id, TRANSACTION_TIMEOUT)?;
         // A marker topic created a moment ago may not have a leader yet.
         let committed_through =
-            retry_transient(|| last_marker(&self.brokers, &marker_topic, marker_partition, &self.marker_key()))?;
-        Ok(TransactionalWriter { producer, target, marker_topic, marker_partition, committed_through })
+            retry_transient(|| last_marker(&self.brokers, &self.marker_topic, marker_partition, &self.marker_key))?;
+        Ok(TransactionalWriter { producer, target, marker_partition, committed_through })
     }
 
     fn write_in_transaction(
@@ -116,10 +115,9 @@ impl KafkaSink {
         encoded: &[u8],
     ) -> Result<(), ConnectorError> {
         let failed = |error: KafkaError| self.error(error.to_string());
-        let marker_topic = writer.marker_topic.clone();
         writer
             .producer
-            .add_partitions(&[(&self.topic, writer.target), (&marker_topic, writer.marker_partition)])
+            .add_partitions(&[(&self.topic, writer.target), (&self.marker_topic, writer.marker_partition)])
             .map_err(failed)?;
         let timestamp = now_ms();
         let mut rows = Producer::new_batch();
@@ -136,8 +134,8 @@ impl KafkaSink {
         }
         writer.producer.send(&self.topic, writer.target, &mut rows).map_err(failed)?;
         let mut marker = Producer::new_batch();
-        marker.push(timestamp, Some(self.marker_key().as_bytes()), batch.to_string().as_bytes());
-        writer.producer.send(&marker_topic, writer.marker_partition, &mut marker).map_err(failed)?;
+        marker.push(timestamp, Some(self.marker_key.as_bytes()), batch.to_string().as_bytes());
+        writer.producer.send(&self.marker_topic, writer.marker_partition, &mut marker).map_err(failed)?;
         writer.producer.commit().map_err(failed)
     }
 }
@@ -199,13 +197,7 @@ impl Sink for KafkaSink {
 /// (bounded) until it has reached what was written when it began.
 fn last_marker(brokers: &str, topic: &str, partition: u32, key: &str) -> Result<Option<u64>, KafkaError> {
     let mut reader = PartitionReader::new(brokers, topic, partition, FetchSettings::default());
-    let written = sleet_kafka::offsets::list_offset(
-        &mut Cluster::new(brokers),
-        topic,
-        partition,
-        OffsetQuery::Latest,
-        READ_UNCOMMITTED,
-    )?;
+    let written = reader.offset_at(OffsetQuery::Latest, READ_UNCOMMITTED)?;
     let mut position = reader.offset(OffsetQuery::Earliest)?;
     let mut last = None;
     let deadline = Instant::now() + TRANSACTION_TIMEOUT * 2;
