@@ -251,12 +251,13 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
     let correct = report.correct == Some(true) && duplicates == 0;
     let driver_restarts = strikes.iter().filter(|strike| strike.replacement == RESTARTED_DRIVER).count();
     eprintln!(
-        "bench chaos: {} signals ({driver_restarts} to the driver), {} recoveries, {} workers joined, {} left, {} batches re-run; correct {}, {} committed rows twice",
+        "bench chaos: {} signals ({driver_restarts} to the driver), {} recoveries, {} workers joined, {} left, {} batches re-run ({} source tasks reused); correct {}, {} committed rows twice",
         strikes.len(),
         summary.recoveries.len(),
         summary.rebalances.iter().map(|rebalance| rebalance.joined.len()).sum::<usize>(),
         summary.rebalances.iter().map(|rebalance| rebalance.left.len()).sum::<usize>(),
         summary.batches_rerun,
+        summary.recoveries.iter().map(|recovery| recovery.reused_map_tasks).sum::<u64>(),
         report.correct == Some(true),
         duplicates
     );

@@ -162,13 +162,14 @@ pub fn describe_recovery(recovery: &sleet_wire::RecoveryRecord) -> String {
         None => "the job's start (no checkpoint yet)".to_string(),
     };
     format!(
-        "recovered from losing worker {} ({}): resumed at batch {} from {} on workers {:?}, {} batches re-run, {} partitions moved",
+        "recovered from losing worker {} ({}): resumed at batch {} from {} on workers {:?}, {} batches re-run ({} source tasks reused from survivors' outputs), {} partitions moved",
         recovery.lost_worker,
         recovery.reason,
         recovery.resume_batch,
         from,
         recovery.workers,
         recovery.rerun_batches,
+        recovery.reused_map_tasks,
         recovery.moves.len()
     )
 }

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::recovery::{
-    assert_checkpoints_removed, assert_exact, assert_segments_cover_the_job, output_of, run_chaos_exactly, signal,
-    sleep_until, submit, worker, ysb_job,
+    assert_checkpoints_removed, assert_exact, assert_segments_cover_the_job, output_of, reused_source_tasks,
+    run_chaos_exactly, signal, sleep_until, submit, worker, ysb_job,
 };
 use common::{test_dir, wait_with_limit, Reaper};
 
@@ -58,6 +58,10 @@ fn a_frozen_worker_is_caught_by_the_heartbeat_timeout_fenced_and_recovered_under
     let (succeeded, stdout, stderr) = output_of(submit, Duration::from_secs(60));
     assert!(succeeded, "the job survives a frozen worker:\n{stdout}\n{stderr}");
     assert!(stdout.contains("no heartbeat for"), "the timeout, not a closed connection, caught it: {stdout}");
+    // bsp ran the batch in flight's source tasks on the survivors before the loss was
+    // found: at least those are handed on, not run again.
+    let reused = reused_source_tasks(&stdout);
+    assert!(reused > 0, "the survivors' outputs were not reused: {stdout}");
     assert_exact(&job, &dir);
     // Woken up, it reads the end of the connection the driver closed, and exits by itself.
     signal(&processes.0[2], libc::SIGCONT);
@@ -121,5 +125,9 @@ fn a_short_chaos_run_stays_exact_with_no_committed_row_twice() {
     let json = run_chaos_exactly("chaos_short", &["--duration", "40s", "--kills", "4", "--rate", "30000"]);
     let signals = json["signals"].as_array().expect("signals").len();
     assert_eq!(signals, 4, "{json:#}");
-    assert_eq!(json["recoveries"].as_array().expect("recoveries").len(), signals, "every loss recovered: {json:#}");
+    let recoveries = json["recoveries"].as_array().expect("recoveries");
+    assert_eq!(recoveries.len(), signals, "every loss recovered: {json:#}");
+    // Survivors hand on what they hold: exactness above holds with outputs reused.
+    let reused: u64 = recoveries.iter().map(|recovery| recovery["reused_map_tasks"].as_u64().expect("a count")).sum();
+    assert!(reused > 0, "no recovery reused a survivor's output: {json:#}");
 }

@@ -10,8 +10,8 @@ use sleet_connectors::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, PhysicalPlan, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
-    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, WorkerId,
-    WorkerToDriver,
+    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, ReusedOutputs,
+    WorkerId, WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -25,7 +25,7 @@ use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
-use crate::recovery::{plan_recovery, resume_source, with_replay};
+use crate::recovery::{plan_recovery, resume_source, skip_reused, with_replay, PlannedReuse};
 use crate::server::{accept_loop, ClientId, DriverEvent};
 use crate::watchers::Watchers;
 
@@ -131,6 +131,16 @@ fn prepare_resume(config: &DriverConfig, state: &StateDir, saved: SavedJob) -> R
 
 /// The one task that owns the driver's state; a running job's scheduler borrows it through
 /// a `JobLink`.
+/// Where an attempt's state and sources start: the checkpoint it restores, the output
+/// already committed, the offsets its re-run batches read before, the survivors' outputs
+/// it may take over (from the attempt it replaces).
+struct AttemptStart<'a> {
+    restore: Option<&'a CheckpointRecord>,
+    output_committed_through: Option<u64>,
+    replay: &'a [(u32, Vec<(u64, i64)>)],
+    reuse: Option<&'a (JobId, Vec<PlannedReuse>)>,
+}
+
 struct Coordinator {
     config: DriverConfig,
     membership: Membership,
@@ -360,11 +370,14 @@ impl Coordinator {
             joined: Vec::new(),
             leaving: Vec::new(),
             handoff_after: None,
+            untold_checkpoint: None,
         };
         let mut attempt =
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
         let mut restore: Option<CheckpointRecord> = None;
         let mut committed: Option<u64> = None;
+        // What survivors of the attempt that ended hold and the next one may take over.
+        let mut reuse: Option<(JobId, Vec<PlannedReuse>)> = None;
         if let Some(plan) = resume {
             // As after a lost worker, with every worker new: the resumed attempt restores the
             // checkpoint, re-runs what came after it, and writes only past the manifest.
@@ -390,7 +403,26 @@ impl Coordinator {
                 next_job: self.next_job,
             })?;
             let replay = session.stats.replay.replay_from(attempt.first_batch);
-            self.register_attempt(job, name, &attempt, restore.as_ref(), committed, &replay).await;
+            let reused = self
+                .register_attempt(
+                    job,
+                    name,
+                    &attempt,
+                    AttemptStart {
+                        restore: restore.as_ref(),
+                        output_committed_through: committed,
+                        replay: &replay,
+                        reuse: reuse.take().as_ref(),
+                    },
+                )
+                .await;
+            if reused > 0 {
+                eprintln!(
+                    "sleet driver: job {}: survivors hand on {reused} source tasks' outputs instead of running them again",
+                    attempt.job
+                );
+            }
+            session.stats.reused_in_last_recovery(reused);
             let mut link = self.link(job.job, job.client);
             let result = match job.settings.scheduler {
                 SchedulerKind::Bsp => crate::bsp::run(&mut link, job, &attempt, &mut session, replies).await,
@@ -434,8 +466,15 @@ impl Coordinator {
             }
             let mut lost_workers: Vec<WorkerId> = lost.iter().map(|(worker, _)| *worker).collect();
             lost_workers.extend(&leaving);
-            let plan =
-                plan_recovery(&attempt.placement, &lost_workers, &joined, checkpoint.as_ref(), session.next_batch);
+            let plan = plan_recovery(
+                &attempt.placement,
+                &lost_workers,
+                &joined,
+                checkpoint.as_ref(),
+                session.next_batch,
+                &session.stats.surviving,
+            );
+            session.stats.surviving.clear();
             let Some(plan) = plan else {
                 session.checkpoints.discard();
                 if let Err(commit_error) = session.commits.finish() {
@@ -469,13 +508,15 @@ impl Coordinator {
                 plan.rerun.end,
             );
             if lost.is_some() {
-                // Survivors drop the failed attempt's tasks, state and blocks; its late
-                // messages carry an id nothing waits for any more.
+                // Survivors drop the failed attempt's tasks, state and blocks, but keep the map
+                // outputs the next attempt may take over; its late messages carry an id
+                // nothing waits for any more.
                 for survivor in attempt.placement.workers() {
                     if let Some(handle) = self.membership.get(*survivor) {
-                        let _ = handle.send(&DriverToWorker::EndJob { job: attempt.job }).await;
+                        let _ = handle.send(&DriverToWorker::EndJob { job: attempt.job, keep_map_outputs: true }).await;
                     }
                 }
+                reuse = Some((attempt.job, plan.reuse.clone()));
             } else {
                 // The attempt ended whole at its checkpoint: its workers flush and let go.
                 self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
@@ -489,6 +530,8 @@ impl Coordinator {
                     checkpoint_batch: checkpoint.as_ref().map(|c| c.batch),
                     resume_batch: plan.resume_batch,
                     rerun_batches: plan.rerun.end - plan.rerun.start,
+                    // Counted once the next attempt is registered: what it could take over.
+                    reused_map_tasks: 0,
                     moves: plan.moves.clone(),
                     workers: plan.placement.workers().to_vec(),
                 }),
@@ -515,25 +558,32 @@ impl Coordinator {
         }
     }
 
-    /// Tells every worker of the attempt its stage plans, and where to restore state from.
+    /// Tells every worker of the attempt its stage plans, and where to restore state from;
+    /// returns how many source tasks it takes over from survivors.
     async fn register_attempt(
         &mut self,
         job: &RunningJob,
         name: &str,
         attempt: &Attempt,
-        restore: Option<&CheckpointRecord>,
-        output_committed_through: Option<u64>,
-        replay: &[(u32, Vec<(u64, i64)>)],
-    ) {
+        start: AttemptStart<'_>,
+    ) -> u64 {
+        let AttemptStart { restore, output_committed_through, replay, reuse } = start;
         let mut stages = job.physical.stages.clone();
+        let mut reused_runs = Vec::new();
         for stage in &mut stages {
             if let sleet_plan::StageInput::Source(spec) = &mut stage.input {
                 if let Some(checkpoint) = restore {
                     *spec = resume_source(spec, checkpoint);
                 }
                 *spec = with_replay(spec, replay, &job.clock);
+                if let Some((_, planned)) = reuse {
+                    let (skipping, runs) = skip_reused(spec, stage.id, planned, &job.clock);
+                    *spec = skipping;
+                    reused_runs.extend(runs);
+                }
             }
         }
+        let reused_tasks = reused_runs.iter().map(|run| run.batches.end - run.batches.start).sum();
         let registration = JobRegistration {
             job: attempt.job,
             name: name.to_string(),
@@ -545,6 +595,9 @@ impl Coordinator {
                 .then(|| self.config.checkpoint_dir.to_string_lossy().into_owned()),
             restore: restore.map(CheckpointRecord::restore_point),
             output_committed_through,
+            reuse: reuse
+                .filter(|_| !reused_runs.is_empty())
+                .map(|(from_job, _)| ReusedOutputs { from_job: *from_job, runs: reused_runs }),
         };
         let register = EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
         for worker in attempt.placement.workers() {
@@ -552,6 +605,7 @@ impl Coordinator {
                 let _ = handle.send_encoded(register.clone()).await;
             }
         }
+        reused_tasks
     }
 
     fn link(&mut self, job: JobId, client: ClientId) -> JobLink<'_> {
@@ -623,7 +677,7 @@ impl Coordinator {
         let mut waiting: Vec<WorkerId> = Vec::new();
         for worker in workers {
             if let Some(handle) = self.membership.get(*worker) {
-                if handle.send(&DriverToWorker::EndJob { job }).await {
+                if handle.send(&DriverToWorker::EndJob { job, keep_map_outputs: false }).await {
                     waiting.push(*worker);
                 }
             }

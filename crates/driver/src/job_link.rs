@@ -8,7 +8,7 @@ use std::time::Duration;
 use sleet_clarity::ClusterShape;
 use sleet_plan::PhysicalPlan;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::{DriverToClient, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
+use sleet_wire::{DriverToClient, DriverToWorker, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
 use tokio::sync::mpsc;
 
 use crate::batch_ledger::CompletedBatch;
@@ -99,6 +99,8 @@ pub struct JobSession {
     /// Set by a scheduler that ended its attempt early, at the checkpoint after this batch,
     /// so that the joined workers can take partitions.
     pub handoff_after: Option<u64>,
+    /// The latest checkpoint recorded that the attempt's workers have not been told of.
+    pub untold_checkpoint: Option<u64>,
 }
 
 impl JobSession {
@@ -148,6 +150,8 @@ impl JobSession {
             self.commits.publish_if_behind().map_err(DriverError::Commit)?;
             for checkpoint in self.pending_checkpoints.drain(..ready) {
                 self.stats.replay.forget_through(checkpoint.batch);
+                self.stats.surviving.forget_through(checkpoint.batch);
+                self.untold_checkpoint = Some(checkpoint.batch);
                 self.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
             }
         }
@@ -216,6 +220,19 @@ impl JobLink<'_> {
                     *self.shutting_down = true;
                     return JobEvent::Stop;
                 }
+            }
+        }
+    }
+
+    /// Tells the attempt's workers of the checkpoint recorded since the last call, so they
+    /// drop the map outputs they kept for batches it covers. Best effort: a worker that
+    /// missed it keeps them until its job ends, within its bound.
+    pub async fn tell_checkpoint(&self, session: &mut JobSession, attempt: &Attempt) {
+        let Some(batch) = session.untold_checkpoint.take() else { return };
+        let message = EncodedMessage::new(&DriverToWorker::CheckpointRecorded { job: attempt.job, batch });
+        for worker in attempt.placement.workers() {
+            if let Some(handle) = self.membership.get(*worker) {
+                let _ = handle.send_encoded(message.clone()).await;
             }
         }
     }

@@ -36,6 +36,7 @@ pub mod recovery;
 pub mod replay_log;
 pub mod samples;
 pub mod server;
+pub mod surviving_outputs;
 pub mod watchers;
 
 pub use coordinator::{run, DriverConfig};

@@ -13,6 +13,7 @@ use sleet_wire::{
 use crate::batch_ledger::CompletedBatch;
 use crate::replay_log::ReplayLog;
 use crate::samples::SampleLog;
+use crate::surviving_outputs::{HeldOutput, SurvivingOutputs};
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
@@ -63,6 +64,8 @@ pub struct JobStats {
     samples: SampleLog,
     /// The offsets each batch read since the latest checkpoint, for a recovery to replay.
     pub replay: ReplayLog,
+    /// The source outputs workers keep since the latest checkpoint, for a recovery to reuse.
+    pub surviving: SurvivingOutputs,
 }
 
 /// A set of batch numbers that stays small over a long job: batches complete almost in
@@ -111,6 +114,10 @@ impl JobStats {
     /// sample is kept only while its batch has not completed yet: a batch's samples are those
     /// of its first completion, as its figures are.
     pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats) {
+        if stats.retained {
+            let held = HeldOutput { worker: report.worker, range: stats.source_range };
+            self.surviving.record(report.task.stage, report.task.partition, report.task.batch, held);
+        }
         if let Some(range) = stats.source_range {
             self.source_waiting.clone_from(&stats.source_waiting);
             if let Some(logged) = self.replay.record(report.task.partition, report.task.batch, range) {
@@ -156,6 +163,13 @@ impl JobStats {
     pub fn recovered(&mut self, recovery: RecoveryRecord) {
         self.samples.attempt_failed();
         self.recoveries.push(recovery);
+    }
+
+    /// How many source tasks the attempt after the latest recovery took over from survivors.
+    pub fn reused_in_last_recovery(&mut self, tasks: u64) {
+        if let Some(recovery) = self.recoveries.last_mut().filter(|_| tasks > 0) {
+            recovery.reused_map_tasks = tasks;
+        }
     }
 
     pub fn rebalanced(&mut self, rebalance: RebalanceRecord) {

@@ -102,6 +102,25 @@ pub struct JobRegistration {
     /// batches only to rebuild state, and writes none of their rows or dead letters again.
     #[serde(default)]
     pub output_committed_through: Option<u64>,
+    /// Map outputs of the attempt this one replaces that survivors still hold: their source
+    /// tasks hand those blocks on instead of reading and computing the batch again.
+    #[serde(default)]
+    pub reuse: Option<ReusedOutputs>,
+}
+
+/// Map outputs a recovery takes over from the attempt `from_job`: for each listed source
+/// partition, its batches `batches` (a run from the attempt's first batch).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReusedOutputs {
+    pub from_job: JobId,
+    pub runs: Vec<ReusedRun>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReusedRun {
+    pub stage: StageId,
+    pub partition: u32,
+    pub batches: std::ops::Range<u64>,
 }
 
 /// The state every stateful partition had after `batch`, as written to the checkpoint store.
@@ -145,6 +164,15 @@ pub enum DriverToWorker {
     /// Flush sinks, drop the job's state and blocks, then answer `JobEnded`.
     EndJob {
         job: JobId,
+        /// The job ends for a recovery: keep the map outputs held for reuse until the next
+        /// attempt is registered, which says which of them it takes over.
+        keep_map_outputs: bool,
+    },
+    /// The checkpoint after `batch` is recorded: no recovery will re-run a batch up to it,
+    /// so the map outputs held for reuse up to it can go.
+    CheckpointRecorded {
+        job: JobId,
+        batch: u64,
     },
     Shutdown,
 }
@@ -297,6 +325,10 @@ pub struct TaskStats {
     /// checkpoint.
     #[serde(default)]
     pub snapshot: Option<PartitionSnapshot>,
+    /// The worker keeps this map task's output until a checkpoint covers its batch, so a
+    /// recovery can reuse it instead of running the task again.
+    #[serde(default)]
+    pub retained: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -465,6 +497,10 @@ pub struct RecoveryRecord {
     pub resume_batch: u64,
     /// Batches that had been sent and run again.
     pub rerun_batches: u64,
+    /// Of the re-run batches' source tasks, how many handed on a survivor's kept output
+    /// instead of running again.
+    #[serde(default)]
+    pub reused_map_tasks: u64,
     /// `(partition, from, to)`.
     pub moves: Vec<(u32, WorkerId, WorkerId)>,
     /// The workers the job went on with.

@@ -146,6 +146,28 @@ impl JobRuntime {
         Ok(Some(sink))
     }
 
+    /// Whether a source task's output is worth keeping for a recovery to reuse: only with
+    /// checkpoints (which bound how long it is kept), and only a stateless stage's shuffle
+    /// output, which is a function of its input alone.
+    pub fn keeps_map_outputs(&self, stage: StageId) -> bool {
+        self.registration.checkpoint_dir.is_some()
+            && self.stage(stage).is_ok_and(|plan| {
+                matches!(plan.input, StageInput::Source(_))
+                    && matches!(plan.output, sleet_plan::StageOutput::Shuffle { .. })
+                    && !plan.is_stateful()
+            })
+    }
+
+    /// The attempt whose kept output this task hands on instead of running, if any.
+    pub fn reused_from(&self, stage: StageId, partition: u32, batch: u64) -> Option<sleet_wire::JobId> {
+        let reuse = self.registration.reuse.as_ref()?;
+        reuse
+            .runs
+            .iter()
+            .any(|run| run.stage == stage && run.partition == partition && run.batches.contains(&batch))
+            .then_some(reuse.from_job)
+    }
+
     /// Whether an earlier attempt already committed `batch`'s output: a re-run of it
     /// rebuilds state and writes nothing.
     pub fn output_committed(&self, batch: u64) -> bool {

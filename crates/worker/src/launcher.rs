@@ -21,7 +21,7 @@ use crate::announce::Downstream;
 use crate::job::JobRuntime;
 use crate::local_scheduler::{Announced, LocalScheduler, PendingTask, ReadyTask};
 use crate::status::Outgoing;
-use crate::task::{run_task, WorkerContext};
+use crate::task::{reuse_task, run_task, WorkerContext};
 use crate::turn::StateTurn;
 
 /// Events the scheduler takes in between two scans for ready tasks.
@@ -333,15 +333,13 @@ impl SchedulerShell {
                     .or_insert_with(|| Arc::new(StateTurn::new(task.batch))),
             )
         });
+        let reused_from = if source { plan.job.reused_from(task.stage, task.partition, task.batch) } else { None };
         let future = async move {
-            let mut report = run_task(
-                Arc::clone(&ctx),
-                plan.job,
-                TaskDescriptor { task, input, checkpoint: plan.checkpoint },
-                plan.group,
-                turn,
-            )
-            .await;
+            let descriptor = TaskDescriptor { task, input, checkpoint: plan.checkpoint };
+            let mut report = match reused_from {
+                Some(from_job) => reuse_task(Arc::clone(&ctx), from_job, descriptor, plan.group, turn).await,
+                None => run_task(Arc::clone(&ctx), plan.job, descriptor, plan.group, turn).await,
+            };
             if let (TaskOutcome::Succeeded(stats), Some(downstream)) = (&report.outcome, &plan.announce_to) {
                 if let Err(error) = ctx.announcer.announce(task, downstream, &stats.blocks).await {
                     report.outcome = TaskOutcome::Failed { reason: sleet_wire::error_chain(&error) };

@@ -20,6 +20,7 @@ pub mod launcher;
 pub mod leave;
 pub mod local_scheduler;
 pub mod pool;
+pub mod retained;
 pub mod runtime;
 pub mod shuffle;
 pub mod status;

@@ -30,6 +30,7 @@ use crate::error::WorkerError;
 use crate::job::JobRuntime;
 use crate::launcher::{SchedulerEvent, SchedulerShell};
 use crate::pool::ResourcePool;
+use crate::retained::{RetainedOutputs, RETAINED_BYTES_MAX};
 use crate::shuffle::{self, ShuffleClient};
 use crate::status::{write_to_driver, Outgoing};
 use crate::task::WorkerContext;
@@ -223,6 +224,7 @@ async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<S
         sync_writes: config.sync_writes,
         report_monotasks: config.report_monotasks,
         store,
+        retained: RetainedOutputs::new(RETAINED_BYTES_MAX),
         shuffle: Arc::new(ShuffleClient::default()),
         announcer: Announcer::new(worker, shuffle_address, announced_tx),
     });
@@ -256,8 +258,11 @@ async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<S
         match message {
             DriverToWorker::Welcome { .. } => {}
             DriverToWorker::RegisterJob(registration) => {
+                let running: rustc_hash::FxHashSet<JobId> = jobs.keys().copied().collect();
+                ctx.retained.keep_only(&running, registration.reuse.as_ref());
                 jobs.insert(registration.job, Arc::new(JobRuntime::new(registration)));
             }
+            DriverToWorker::CheckpointRecorded { job, batch } => ctx.retained.drop_through(job, batch),
             DriverToWorker::LaunchTask(descriptor) => match jobs.get(&descriptor.task.job) {
                 Some(job) => {
                     let _ = events.send(SchedulerEvent::Task(Arc::clone(job), descriptor)).await;
@@ -286,7 +291,10 @@ async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<S
             DriverToWorker::Truncate { job, last_batch } => {
                 let _ = events.send(SchedulerEvent::Truncate { job, last_batch }).await;
             }
-            DriverToWorker::EndJob { job } => {
+            DriverToWorker::EndJob { job, keep_map_outputs } => {
+                if !keep_map_outputs {
+                    ctx.retained.drop_job(job);
+                }
                 if let Some(runtime) = jobs.remove(&job) {
                     if let Err(error) = runtime.flush() {
                         eprintln!("sleet worker {worker}: flushing job {job} output failed: {error}");

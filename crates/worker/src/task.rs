@@ -34,6 +34,7 @@ use crate::block_store::BlockStore;
 use crate::error::WorkerError;
 use crate::job::JobRuntime;
 use crate::pool::{Measured, ResourcePool};
+use crate::retained::RetainedOutputs;
 use crate::shuffle::ShuffleClient;
 use crate::turn::StateTurn;
 
@@ -58,6 +59,8 @@ pub struct WorkerContext {
     /// to measure what recording and modelling cost: the driver then has nothing to model).
     pub report_monotasks: bool,
     pub store: Arc<BlockStore>,
+    /// Source tasks' outputs kept for a recovery to reuse.
+    pub retained: RetainedOutputs,
     pub shuffle: Arc<ShuffleClient>,
     /// Pushes map output metadata to the owners of reduce partitions (group scheduling).
     pub announcer: Announcer,
@@ -102,6 +105,46 @@ pub async fn run_task(
         monotasks = Vec::new();
     }
     TaskReport { task: descriptor.task, worker: ctx.worker, group, outcome, monotasks, started_at_us, finished_at_us }
+}
+
+/// A re-run source task whose first run's output this worker still holds: the blocks are
+/// handed on under the new attempt's ids and the first run's report stands, so nothing is
+/// read or computed again. The partition's turn is still taken, so the batches after it
+/// read in order.
+pub async fn reuse_task(
+    ctx: Arc<WorkerContext>,
+    from_job: sleet_wire::JobId,
+    descriptor: TaskDescriptor,
+    group: Option<u64>,
+    turn: Option<Arc<StateTurn>>,
+) -> TaskReport {
+    let task = descriptor.task;
+    let started_at_us = now_us();
+    let held = match turn.as_deref() {
+        Some(turn) => Some(turn.take(task.batch).await),
+        None => None,
+    };
+    let outcome = match ctx.retained.hand_over(from_job, task) {
+        Some(kept) => {
+            for (reduce_partition, block) in kept.blocks {
+                ctx.store.put(BlockId::of(task, reduce_partition), block);
+            }
+            TaskOutcome::Succeeded(TaskStats { retained: true, ..kept.stats })
+        }
+        None => TaskOutcome::Failed {
+            reason: format!("{task}: the output of job {from_job} to reuse is no longer held here"),
+        },
+    };
+    drop(held);
+    TaskReport {
+        task,
+        worker: ctx.worker,
+        group,
+        outcome,
+        monotasks: Vec::new(),
+        started_at_us,
+        finished_at_us: now_us(),
+    }
 }
 
 /// Rows encoded for the sink and bad records with their reasons, ready to be written.
@@ -213,6 +256,11 @@ async fn execute(
         source_waiting: stats.source_waiting.take(),
         ..task_stats(&output, writes.sink_rows)
     };
+    // A batch's dead letters belong to the attempt that commits it, so a task with bad
+    // records must run again rather than be reused.
+    if stats.dead_letters == 0 && job.keeps_map_outputs(task.stage) {
+        stats.retained = ctx.retained.keep(task, output.blocks.clone(), stats.clone());
+    }
     for (reduce_partition, block) in output.blocks {
         ctx.store.put(BlockId::of(task, reduce_partition), block);
     }

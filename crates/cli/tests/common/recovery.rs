@@ -176,3 +176,12 @@ pub fn run_chaos_exactly(test: &str, args: &[&str]) -> serde_json::Value {
     assert_eq!(json["duplicate_committed_rows"], 0, "{json:#}");
     json
 }
+
+/// The source tasks a job summary's recovery lines say were reused from survivors' outputs.
+pub fn reused_source_tasks(summary: &str) -> u64 {
+    let pieces: Vec<&str> = summary.split(" source tasks reused").collect();
+    pieces[..pieces.len() - 1]
+        .iter()
+        .map(|before| before.rsplit('(').next().and_then(|count| count.trim().parse::<u64>().ok()).expect("a count"))
+        .sum()
+}
