@@ -15,6 +15,7 @@ use crate::batch_ledger::CompletedBatch;
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::OutputCommits;
 use crate::error::DriverError;
+use crate::job_state::{StateDir, FIGURES_SAVE_INTERVAL_MS};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
@@ -99,6 +100,9 @@ pub struct JobSession {
     /// Set by a scheduler that ended its attempt early, at the checkpoint after this batch,
     /// so that the joined workers can take partitions.
     pub handoff_after: Option<u64>,
+    /// Where the figures are saved for a restarted driver, and when they last were.
+    pub state: StateDir,
+    pub figures_saved_at_ms: i64,
 }
 
 impl JobSession {
@@ -139,21 +143,35 @@ impl JobSession {
         if let Some(checkpoint) = self.checkpoints.completed(&completed, attempt_job, now_ms) {
             self.pending_checkpoints.push(checkpoint);
         }
+        self.stats.push_batch(completed, coordination_us, now_ms);
         let committed = self.commits.committed_in_memory();
         if self.pending_checkpoints.iter().any(|pending| Some(pending.batch) <= committed) {
             self.pending_checkpoints.sort_by_key(|pending| pending.batch);
             let ready = self.pending_checkpoints.iter().take_while(|pending| Some(pending.batch) <= committed).count();
             // The manifest on disk first: what a restarted driver finds committed must reach
-            // at least the checkpoint it resumes from.
+            // at least the checkpoint it resumes from. So must the figures: it re-runs only
+            // batches after the checkpoint, and counts only those the figures do not.
             self.commits.publish_if_behind().map_err(DriverError::Commit)?;
+            self.save_figures(now_ms)?;
             for checkpoint in self.pending_checkpoints.drain(..ready) {
                 self.stats.replay.forget_through(checkpoint.batch);
                 self.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
             }
         }
         self.commits.publish_if_due(now_ms).map_err(DriverError::Commit)?;
-        self.stats.push_batch(completed, coordination_us, now_ms);
+        if now_ms.saturating_sub(self.figures_saved_at_ms) >= FIGURES_SAVE_INTERVAL_MS {
+            self.save_figures(now_ms)?;
+        }
         Ok(())
+    }
+
+    /// Saves the figures and the replay log to the state directory. The replay log on disk
+    /// is what lets a restarted driver re-run the batches after the checkpoint on the Kafka
+    /// offsets they read before; saving at the manifest's cadence keeps it at most that far
+    /// behind the source reports (which arrive before the batches' sink writes finish).
+    pub fn save_figures(&mut self, now_ms: i64) -> Result<(), DriverError> {
+        self.figures_saved_at_ms = now_ms;
+        self.state.save_figures(&self.stats.figures())
     }
 }
 
