@@ -279,8 +279,10 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
                 "replacement": strike.replacement,
             })).collect::<Vec<_>>(),
             "driver_restarts": driver_restarts,
-            // A restarted driver's figures count from its restart: the recoveries, rebalances
-            // and batches below are those of the driver that finished the job.
+            // A restarted driver takes its figures over from the state directory: the
+            // recoveries, rebalances and batches below span every driver of the job, each
+            // record marked with the restarts before it (`driver_restarts`).
+            "restarts": summary.restarts,
             "recoveries": summary.recoveries,
             "rebalances": summary.rebalances,
             "batches_rerun": summary.batches_rerun,

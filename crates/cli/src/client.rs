@@ -155,6 +155,28 @@ pub fn describe_rebalance(rebalance: &sleet_wire::RebalanceRecord) -> String {
     )
 }
 
+/// One line on a driver restart, for people: when it came back and where the job resumed.
+pub fn describe_restart(restart: &sleet_wire::RestartRecord) -> String {
+    let from = match restart.checkpoint_batch {
+        Some(batch) => format!("the checkpoint after batch {batch}"),
+        None => "the job's start (no checkpoint yet)".to_string(),
+    };
+    let figures = if restart.figures_restored { "" } else { "; the figures before it were not kept" };
+    format!(
+        "the driver restarted (restart {}) at {} ms and resumed the job at batch {} from {} as attempt {}{figures}",
+        restart.restart, restart.at_ms, restart.resume_batch, from, restart.attempt
+    )
+}
+
+/// Which driver a recovery or rebalance happened under, for a job whose driver restarted.
+pub fn under_driver(restarted: bool, driver_restarts: u32) -> String {
+    match (restarted, driver_restarts) {
+        (false, _) => String::new(),
+        (true, 0) => " [before the first driver restart]".to_string(),
+        (true, restarts) => format!(" [after driver restart {restarts}]"),
+    }
+}
+
 /// One line on a recovery, for people: what was lost, where the job resumed, what ran again.
 pub fn describe_recovery(recovery: &sleet_wire::RecoveryRecord) -> String {
     let from = match recovery.checkpoint_batch {

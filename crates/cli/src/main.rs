@@ -426,16 +426,28 @@ fn print_summary(summary: &sleet_wire::JobSummary) {
         "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
         summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
     );
+    for restart in &summary.restarts {
+        println!("  {}", client::describe_restart(restart));
+    }
     if summary.batches_before_restart > 0 {
         println!(
-            "  the driver restarted and resumed the job at batch {}: the figures above count from there",
+            "  the figures above do not count the {} batches before the restart: their driver kept none",
             summary.batches_before_restart
         );
     }
+    let restarted = !summary.restarts.is_empty();
     for recovery in &summary.recoveries {
-        println!("  {}", client::describe_recovery(recovery));
+        println!(
+            "  {}{}",
+            client::describe_recovery(recovery),
+            client::under_driver(restarted, recovery.driver_restarts)
+        );
     }
     for rebalance in &summary.rebalances {
-        println!("  {}", client::describe_rebalance(rebalance));
+        println!(
+            "  {}{}",
+            client::describe_rebalance(rebalance),
+            client::under_driver(restarted, rebalance.driver_restarts)
+        );
     }
 }

@@ -55,7 +55,8 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
     let clock = BatchClock::new(summary.start_ms, plan.batch_interval_ms as i64);
     let batches_expected = clock.batches_in(plan.duration_ms);
     // Every batch below `batches_total` ran: batch ids complete in order within the log
-    // (after a driver restart, counted from where the restarted driver resumed).
+    // (after a driver restart that found no saved figures, counted from where it resumed,
+    // and `batches_before_restart` ran before).
     let batches_run = summary.batches_before_restart + summary.batches_total;
     let end_ms = clock.range_ms(batches_run).0;
     // Through an outside system the job is complete once it has read every event written;

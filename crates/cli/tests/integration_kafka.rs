@@ -438,12 +438,12 @@ fn a_broker_stopped_for_ten_seconds_mid_run_loses_and_doubles_nothing() {
 /// or aborted with its open transaction.
 #[test]
 fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
-    let stdout = run_kafka_recovery("kafka-recovery", "", |processes, start_ms| {
-        sleep_until(start_ms + 3_000);
+    let (stdout, _) = run_kafka_recovery("kafka-recovery", "", "", |run, processes| {
+        sleep_until(run.start_ms + 3_000);
         signal(&processes.0[1], libc::SIGKILL);
-        sleep_until(start_ms + 6_500);
+        sleep_until(run.start_ms + 6_500);
         signal(&processes.0[2], libc::SIGSTOP);
-        sleep_until(start_ms + 8_000);
+        sleep_until(run.start_ms + 8_000);
         signal(&processes.0[2], libc::SIGCONT);
     });
     assert!(stdout.matches("recovered").count() >= 2, "two recoveries: {stdout}");
@@ -457,20 +457,107 @@ fn kafka_in_and_out_stay_exact_through_a_killed_and_a_frozen_worker() {
 /// that is already in the topic. Its new owner must find the marker and write nothing.
 #[test]
 fn a_batch_committed_to_kafka_by_a_worker_that_died_before_reporting_it_is_not_written_again() {
-    let stdout = run_kafka_recovery("kafka-recovery-failpoint", "worker-after-sink-write=exit@30", |processes, _| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while processes.0[3].try_wait().expect("polling the worker").is_none() {
-            assert!(std::time::Instant::now() < deadline, "the armed worker still runs after 60 s");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+    let failpoint = "worker-after-sink-write=exit@30";
+    let (stdout, _) = run_kafka_recovery("kafka-recovery-failpoint", failpoint, "", |_, processes| {
+        wait_for_exit(&mut processes.0[3], Duration::from_secs(60));
     });
     assert!(stdout.contains("recovered from losing worker"), "{stdout}");
 }
 
-/// Runs the Kafka-to-Kafka ysb job on a driver and three workers (the third armed with
-/// `failpoints`), lets `strike` hurt them, and checks the output topic read with
-/// `read_committed` against the naive count of the input. Returns the client's output.
-fn run_kafka_recovery(name: &str, failpoints: &str, strike: impl FnOnce(&mut Reaper, i64)) -> String {
+/// The driver SIGKILLed in the middle of a Kafka-to-Kafka job, once a checkpoint is recorded,
+/// and started again on the same address with the same state directory: the workers
+/// re-register, the job resumes from the checkpoint, and the batches the first driver's
+/// workers had already committed to the output topic are neither written again nor cut
+/// differently when they re-run (the restarted driver replays their offsets from the state
+/// directory; otherwise their state would be rebuilt from other records).
+#[test]
+fn kafka_in_and_out_stay_exact_through_a_killed_and_restarted_driver() {
+    let (stdout, log) = run_kafka_recovery("kafka-driver-restart", "", "", |run, processes| {
+        run.wait_for_checkpoint();
+        // Some batches past the checkpoint run, and commit, before the kill.
+        std::thread::sleep(Duration::from_millis(700));
+        signal(&processes.0[0], libc::SIGKILL);
+        let _ = processes.0[0].wait();
+        processes.0[0] = run.driver("").0;
+    });
+    assert!(stdout.contains("the driver restarted"), "the summary tells of the restart: {stdout}");
+    let resumed = log.split("resuming job").nth(1).unwrap_or_else(|| panic!("the driver resumed: {log}"));
+    assert!(resumed.contains("at the offsets they first read"), "the re-run replays the saved offsets: {log}");
+}
+
+/// The driver dies at a failpoint right after it recorded a checkpoint, before the commit
+/// manifest that follows: the Kafka sinks have committed batches past both by then.
+#[test]
+fn kafka_in_and_out_stay_exact_when_the_driver_dies_right_after_a_checkpoint_record() {
+    let failpoint = "driver-after-checkpoint-record=exit@2";
+    let (stdout, _) = run_kafka_recovery("kafka-driver-failpoint", "", failpoint, |run, processes| {
+        wait_for_exit(&mut processes.0[0], Duration::from_secs(60));
+        let log = std::fs::read_to_string(run.dir.join("driver.log")).expect("driver log");
+        assert!(log.contains("failpoint driver-after-checkpoint-record at hit"), "the failpoint ended it: {log}");
+        processes.0[0] = run.driver("").0;
+    });
+    assert!(stdout.contains("the driver restarted"), "the summary tells of the restart: {stdout}");
+}
+
+/// Waits (bounded) for a process a failpoint ends.
+fn wait_for_exit(process: &mut Child, limit: Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while process.try_wait().expect("polling the process").is_none() {
+        assert!(std::time::Instant::now() < deadline, "the armed process still runs after {limit:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// One Kafka recovery run: where its files are and when its batch 0 starts.
+struct KafkaRun {
+    dir: std::path::PathBuf,
+    start_ms: i64,
+    /// The driver's address once it listens; a restarted driver takes the same one.
+    address: String,
+}
+
+impl KafkaRun {
+    /// A driver for three workers on `address`, with the run's checkpoint and state
+    /// directories, its log appended to `driver.log`, `failpoints` armed; and the address it
+    /// listens on.
+    fn driver(&self, failpoints: &str) -> (Child, String) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("driver.log"))
+            .expect("driver log");
+        let checkpoints = self.dir.join("checkpoints").display().to_string();
+        let state = self.dir.join("state").display().to_string();
+        let extra = ["--expect-workers", "3", "--checkpoint-dir", &checkpoints, "--state-dir", &state];
+        common::start_driver_armed(&self.address, &extra, log, failpoints)
+    }
+
+    /// Waits (bounded) until the job has a checkpoint record, so that a restart resumes
+    /// from one.
+    fn wait_for_checkpoint(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let recorded = || {
+            std::fs::read_dir(self.dir.join("checkpoints")).into_iter().flatten().flatten().any(|entry| {
+                entry.file_name().to_string_lossy().starts_with("job-") && entry.path().join("checkpoint.json").exists()
+            })
+        };
+        while !recorded() {
+            assert!(std::time::Instant::now() < deadline, "no checkpoint was recorded within 30 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// Runs the Kafka-to-Kafka ysb job on a driver (`driver_failpoints` armed) and three workers
+/// (the third armed with `worker_failpoints`), lets `strike` hurt them, and checks the output
+/// topic read with `read_committed` against the naive count of the input. Returns the
+/// client's output and the driver's log.
+fn run_kafka_recovery(
+    name: &str,
+    worker_failpoints: &str,
+    driver_failpoints: &str,
+    strike: impl FnOnce(&KafkaRun, &mut Reaper),
+) -> (String, String) {
     let dir = test_dir(name);
     let input = fresh_topic("recovery-in");
     let output = fresh_topic("recovery-out");
@@ -534,17 +621,16 @@ fn run_kafka_recovery(name: &str, failpoints: &str, strike: impl FnOnce(&mut Rea
     plan["settings"]["start_ms"] = start_ms.into();
     std::fs::write(&job, plan.to_string()).expect("job file");
 
-    let log = std::fs::File::create(dir.join("driver.log")).expect("driver log");
-    let checkpoints = dir.join("checkpoints").display().to_string();
-    let extra = ["--expect-workers", "3", "--checkpoint-dir", checkpoints.as_str()];
-    let (driver, address) = common::start_driver_logged("127.0.0.1:0", &extra, log);
+    let mut run = KafkaRun { dir: dir.clone(), start_ms, address: "127.0.0.1:0".into() };
+    let (driver, address) = run.driver(driver_failpoints);
+    run.address = address;
     let mut processes = Reaper(vec![driver]);
     for index in 1..=3 {
-        let armed = if index == 3 { failpoints } else { "" };
-        processes.0.push(common::recovery::worker_armed(&dir, &address, index, armed));
+        let armed = if index == 3 { worker_failpoints } else { "" };
+        processes.0.push(common::recovery::worker_armed(&dir, &run.address, index, armed));
     }
-    let submit = common::recovery::submit_file(&job, &address);
-    strike(&mut processes, start_ms);
+    let submit = common::recovery::submit_file(&job, &run.address);
+    strike(&run, &mut processes);
 
     let (succeeded, stdout, stderr) = common::recovery::output_of(submit, Duration::from_secs(120));
     let driver_log = std::fs::read_to_string(dir.join("driver.log")).expect("driver log");
@@ -557,7 +643,7 @@ fn run_kafka_recovery(name: &str, failpoints: &str, strike: impl FnOnce(&mut Rea
         finals.into_iter().map(|(key, (count, _))| (key, count as u64)).collect();
     assert_eq!(actual, expected);
     assert!(!driver_log.contains("replay mismatch"), "re-run batches read what they read before: {driver_log}");
-    stdout
+    (stdout, driver_log)
 }
 
 /// The transactional producer the Kafka sink writes with, against the real broker: an

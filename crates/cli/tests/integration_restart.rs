@@ -69,7 +69,8 @@ fn wait_for_failpoint(process: &mut Child, failpoint: &str, log: &Path, limit: D
 
 /// What every restart must leave: the client saw the job through, the output is exact and
 /// committed once, and nothing of the job is left in the state or checkpoint directories.
-fn assert_resumed_exactly(submit: Child, job: &Job, dir: &Path) {
+/// Returns what the client printed.
+fn assert_resumed_exactly(submit: Child, job: &Job, dir: &Path) -> String {
     let (succeeded, stdout, stderr) = output_of(submit, Duration::from_secs(90));
     assert!(succeeded, "the client follows the job through the restart:\n{stdout}\n{stderr}");
     assert!(stderr.contains("lost the driver"), "the client says it lost the driver: {stderr}");
@@ -77,22 +78,50 @@ fn assert_resumed_exactly(submit: Child, job: &Job, dir: &Path) {
     assert!(log.contains("resuming job"), "the restarted driver resumed the job: {log}");
     assert_exact(job, dir);
     assert_segments_cover_the_job(dir, job);
-    assert!(!dir.join("state/job.json").exists(), "a finished job's state is removed");
+    assert!(!dir.join("state").exists(), "a finished job's state is removed");
     assert_checkpoints_removed(dir);
+    stdout
 }
 
+/// A worker is killed and replaced, the driver recovers, then the driver is killed and
+/// restarted: the summary the client prints at the end is the whole job's, the recovery
+/// before the restart and the restart itself included.
 #[test]
 fn a_killed_driver_restarted_with_its_state_resumes_the_job_exactly() {
     let dir = test_dir("restart_kill");
     let job = ysb_job(&dir, "group", 3, 12);
     let (mut processes, address) = cluster(&dir, "");
     let submit = submit(&job, &address);
-    sleep_until(job.start_ms + 4_500);
+    sleep_until(job.start_ms + 2_000);
+    signal(&processes.0[WORKERS as usize], libc::SIGKILL);
+    // The restarted driver waits for as many workers as the first did.
+    processes.0.push(worker(&dir, &address, WORKERS + 1));
+    let recovered = |line: &str| line.contains("going on with workers") && !line.contains("joined");
+    wait_for_log(&dir.join("driver.log"), recovered, Duration::from_secs(20));
+    sleep_until(job.start_ms + 5_000);
     signal(&processes.0[0], libc::SIGKILL);
     let _ = processes.0[0].wait();
     let (restarted, _) = driver(&dir, &address, "");
     processes.0[0] = restarted;
-    assert_resumed_exactly(submit, &job, &dir);
+    let stdout = assert_resumed_exactly(submit, &job, &dir);
+    let batches = (job.end_ms - job.start_ms) / common::recovery::BATCH_INTERVAL_MS;
+    assert!(stdout.contains(&format!("finished: {batches} batches")), "every batch counts once: {stdout}");
+    // Worker ids follow the order of registration; its name is the one the test gave it.
+    let killed = format!("(worker-{WORKERS}, pid");
+    let recovery = stdout.lines().find(|line| line.contains("recovered from losing worker") && line.contains(&killed));
+    let recovery = recovery.unwrap_or_else(|| panic!("the recovery before the restart is listed: {stdout}"));
+    assert!(recovery.contains("[before the first driver restart]"), "{recovery}");
+    assert!(stdout.contains("the driver restarted (restart 1)"), "the restart is listed: {stdout}");
+    assert!(!stdout.contains("figures before it were not kept"), "{stdout}");
+}
+
+/// Waits (bounded) until `log` has a line `wanted` accepts.
+fn wait_for_log(log: &Path, wanted: impl Fn(&str) -> bool, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    while !std::fs::read_to_string(log).unwrap_or_default().lines().any(&wanted) {
+        assert!(Instant::now() < deadline, "the line waited for is not in {} after {limit:?}", log.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// The driver dies at `failpoint` (`name=action@nth`) and is restarted without it.
@@ -154,7 +183,9 @@ fn a_short_chaos_run_with_a_driver_kill_stays_exact() {
     let json = run_chaos_exactly("restart_chaos_short", &args);
     assert_eq!(json["driver_restarts"], 1, "{json:#}");
     assert_eq!(json["batches"], 300, "every batch of the 30 s run counts: {json:#}");
-    assert!(json["batches_before_restart"].as_u64().expect("a number") > 0, "{json:#}");
+    assert_eq!(json["restarts"].as_array().map(Vec::len), Some(1), "{json:#}");
+    assert_eq!(json["restarts"][0]["figures_restored"], true, "{json:#}");
+    assert_eq!(json["batches_before_restart"], 0, "the restarted driver took the figures over: {json:#}");
 }
 
 #[test]

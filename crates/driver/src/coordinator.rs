@@ -10,8 +10,8 @@ use sleet_connectors::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, PhysicalPlan, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
-    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, ReusedOutputs,
-    WorkerId, WorkerToDriver,
+    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, RestartRecord,
+    ReusedOutputs, WorkerId, WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -20,7 +20,7 @@ use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::{newest_manifest, output_dirs, read_manifests, OutputCommits};
 use crate::error::DriverError;
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
-use crate::job_state::{plan_resume, read_checkpoint, ResumePlan, SavedJob, StateDir};
+use crate::job_state::{plan_resume, read_checkpoint, ResumePlan, SavedFigures, SavedJob, StateDir};
 use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
@@ -111,6 +111,16 @@ struct Resume {
     saved: SavedJob,
     physical: PhysicalPlan,
     plan: ResumePlan,
+    figures: Option<SavedFigures>,
+    /// When this driver read the state directory.
+    read_at_ms: i64,
+}
+
+/// What `run_attempts` goes on from when it takes over a job from a driver before this one.
+struct TakeOver {
+    plan: ResumePlan,
+    figures: Option<SavedFigures>,
+    restart: RestartRecord,
 }
 
 /// Reads what the previous driver left (the saved job, its latest checkpoint, the newest
@@ -125,8 +135,9 @@ fn prepare_resume(config: &DriverConfig, state: &StateDir, saved: SavedJob) -> R
         0 => None,
         _ => read_checkpoint(&config.checkpoint_dir, saved.job)?,
     };
-    let plan = plan_resume(&saved, checkpoint, newest_manifest(manifests)).map_err(in_state)?;
-    Ok(Resume { saved, physical, plan })
+    let plan = plan_resume(&saved, checkpoint, newest_manifest(manifests), !outputs.is_empty()).map_err(in_state)?;
+    let figures = state.load_figures()?;
+    Ok(Resume { saved, physical, plan, figures, read_at_ms: now_ms() })
 }
 
 /// The one task that owns the driver's state; a running job's scheduler borrows it through
@@ -245,7 +256,7 @@ impl Coordinator {
     /// Goes on with the job a driver before this one was running, once enough workers have
     /// (re)registered. Nobody follows it until a client attaches.
     async fn resume_job(&mut self, resume: Resume) {
-        let Resume { saved, physical, plan } = resume;
+        let Resume { saved, physical, plan, figures, read_at_ms } = resume;
         let job = saved.job;
         eprintln!(
             "sleet driver: resuming job {job} `{}` from {}: attempt {} from batch {} ({}), waiting for {} workers",
@@ -285,7 +296,16 @@ impl Coordinator {
             stage_timeout: Duration::from_secs(self.config.stage_timeout_s),
         };
         let workers = self.membership.ids();
-        self.run_to_end(&context, &saved.job_file, workers, replies, Some(plan)).await;
+        let restart = RestartRecord {
+            restart: 0,
+            at_ms: read_at_ms,
+            checkpoint_batch: plan.restore.as_ref().map(|checkpoint| checkpoint.batch),
+            resume_batch: plan.resume_batch,
+            attempt: plan.attempt,
+            figures_restored: false,
+        };
+        let take_over = TakeOver { plan, figures, restart };
+        self.run_to_end(&context, &saved.job_file, workers, replies, Some(take_over)).await;
     }
 
     async fn run_to_end(
@@ -294,7 +314,7 @@ impl Coordinator {
         job_file: &JobFile,
         workers: Vec<WorkerId>,
         replies: mpsc::Sender<DriverToClient>,
-        resume: Option<ResumePlan>,
+        resume: Option<TakeOver>,
     ) {
         let result = self.run_attempts(job, job_file, workers, &replies, resume).await;
         self.watching = None;
@@ -353,7 +373,7 @@ impl Coordinator {
         job_file: &JobFile,
         workers: Vec<WorkerId>,
         replies: &mpsc::Sender<DriverToClient>,
-        resume: Option<ResumePlan>,
+        resume: Option<TakeOver>,
     ) -> Result<JobSummary, DriverError> {
         let name = job_file.plan.name.as_str();
         let stages = &job.physical.stages;
@@ -371,6 +391,8 @@ impl Coordinator {
             leaving: Vec::new(),
             handoff_after: None,
             untold_checkpoint: None,
+            state: self.state.clone(),
+            figures_saved_at_ms: i64::MIN,
         };
         let mut attempt =
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
@@ -378,7 +400,7 @@ impl Coordinator {
         let mut committed: Option<u64> = None;
         // What survivors of the attempt that ended hold and the next one may take over.
         let mut reuse: Option<(JobId, Vec<PlannedReuse>)> = None;
-        if let Some(plan) = resume {
+        if let Some(TakeOver { plan, figures, restart }) = resume {
             // As after a lost worker, with every worker new: the resumed attempt restores the
             // checkpoint, re-runs what came after it, and writes only past the manifest.
             session.checkpoints.adopt(plan.restore.clone(), plan.attempt_jobs);
@@ -386,7 +408,7 @@ impl Coordinator {
             committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
             session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
             session.next_batch = plan.resume_batch;
-            session.stats.resumed_at(plan.resume_batch);
+            session.stats.resumed(figures, restart);
             attempt =
                 Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
             restore = plan.restore;
@@ -402,7 +424,18 @@ impl Coordinator {
                 attempt_jobs: session.checkpoints.attempts().to_vec(),
                 next_job: self.next_job,
             })?;
+            // With the recovery or restart that led to this attempt.
+            session.save_figures(now_ms())?;
             let replay = session.stats.replay.replay_from(attempt.first_batch);
+            if let Some(last) = replay.iter().filter_map(|(_, ends)| ends.last().map(|(batch, _)| *batch)).max() {
+                eprintln!(
+                    "sleet driver: job {}: attempt {} re-reads batches {}..={last} of {} Kafka partitions at the offsets they first read",
+                    job.job,
+                    attempt.number,
+                    attempt.first_batch,
+                    replay.len()
+                );
+            }
             let reused = self
                 .register_attempt(
                     job,
@@ -534,6 +567,7 @@ impl Coordinator {
                     reused_map_tasks: 0,
                     moves: plan.moves.clone(),
                     workers: plan.placement.workers().to_vec(),
+                    driver_restarts: 0,
                 }),
                 None => session.stats.rebalanced(RebalanceRecord {
                     joined,
@@ -544,6 +578,7 @@ impl Coordinator {
                     rerun_batches: plan.rerun.end - plan.rerun.start,
                     moves: plan.moves.clone(),
                     workers: plan.placement.workers().to_vec(),
+                    driver_restarts: 0,
                 }),
             }
             session.checkpoints.resume(self.next_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));

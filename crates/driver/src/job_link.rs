@@ -15,6 +15,7 @@ use crate::batch_ledger::CompletedBatch;
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::OutputCommits;
 use crate::error::DriverError;
+use crate::job_state::{StateDir, FIGURES_SAVE_INTERVAL_MS};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
@@ -101,6 +102,9 @@ pub struct JobSession {
     pub handoff_after: Option<u64>,
     /// The latest checkpoint recorded that the attempt's workers have not been told of.
     pub untold_checkpoint: Option<u64>,
+    /// Where the figures are saved for a restarted driver, and when they last were.
+    pub state: StateDir,
+    pub figures_saved_at_ms: i64,
 }
 
 impl JobSession {
@@ -141,13 +145,16 @@ impl JobSession {
         if let Some(checkpoint) = self.checkpoints.completed(&completed, attempt_job, now_ms) {
             self.pending_checkpoints.push(checkpoint);
         }
+        self.stats.push_batch(completed, coordination_us, now_ms);
         let committed = self.commits.committed_in_memory();
         if self.pending_checkpoints.iter().any(|pending| Some(pending.batch) <= committed) {
             self.pending_checkpoints.sort_by_key(|pending| pending.batch);
             let ready = self.pending_checkpoints.iter().take_while(|pending| Some(pending.batch) <= committed).count();
             // The manifest on disk first: what a restarted driver finds committed must reach
-            // at least the checkpoint it resumes from.
+            // at least the checkpoint it resumes from. So must the figures: it re-runs only
+            // batches after the checkpoint, and counts only those the figures do not.
             self.commits.publish_if_behind().map_err(DriverError::Commit)?;
+            self.save_figures(now_ms)?;
             for checkpoint in self.pending_checkpoints.drain(..ready) {
                 self.stats.replay.forget_through(checkpoint.batch);
                 self.stats.surviving.forget_through(checkpoint.batch);
@@ -156,8 +163,19 @@ impl JobSession {
             }
         }
         self.commits.publish_if_due(now_ms).map_err(DriverError::Commit)?;
-        self.stats.push_batch(completed, coordination_us, now_ms);
+        if now_ms.saturating_sub(self.figures_saved_at_ms) >= FIGURES_SAVE_INTERVAL_MS {
+            self.save_figures(now_ms)?;
+        }
         Ok(())
+    }
+
+    /// Saves the figures and the replay log to the state directory. The replay log on disk
+    /// is what lets a restarted driver re-run the batches after the checkpoint on the Kafka
+    /// offsets they read before; saving at the manifest's cadence keeps it at most that far
+    /// behind the source reports (which arrive before the batches' sink writes finish).
+    pub fn save_figures(&mut self, now_ms: i64) -> Result<(), DriverError> {
+        self.figures_saved_at_ms = now_ms;
+        self.state.save_figures(&self.stats.figures())
     }
 }
 

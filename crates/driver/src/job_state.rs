@@ -1,10 +1,14 @@
 //! The driver's state directory: the running job as a restarted driver needs it to resume
-//! (DESIGN §6, driver restart). One file, `job.json`, replaced atomically (temporary file,
-//! fsync, rename, directory fsync) at every attempt's start and removed when the job ends.
+//! (DESIGN §6, driver restart). Two files, each replaced atomically (temporary file, fsync,
+//! rename, directory fsync) and removed when the job ends: `job.json` at every attempt's
+//! start, `figures.json` at every attempt's start, before every checkpoint record and at most
+//! every `FIGURES_SAVE_INTERVAL_MS` between.
 //!
 //! ```text
 //!  state dir/job.json ─┐  the job file as resolved, its clock, the last attempt started,
 //!                      │  every attempt id used, the next free id
+//!  state dir/figures.json ─┤  the summary's figures so far, and the Kafka offsets each batch
+//!                      │  since the checkpoint read (the replay log)
 //!  checkpoint dir/job-<id>/checkpoint.json ─┤  the latest complete checkpoint
 //!  each output dir/_manifest.json ──────────┘  what is committed, per attempt
 //!                      ▼  plan_resume (pure)
@@ -21,15 +25,23 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sleet_connectors::manifest::CommitManifest;
+use sleet_connectors::manifest::{CommitManifest, CommittedSegment};
 use sleet_plan::JobFile;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::JobId;
+use sleet_wire::{JobId, RebalanceRecord, RecoveryRecord, RestartRecord};
 
 use crate::checkpoints::CheckpointRecord;
 use crate::error::DriverError;
 
 const STATE_FILE: &str = "job.json";
+const FIGURES_FILE: &str = "figures.json";
+/// How often the figures are saved while batches complete, besides before each checkpoint
+/// record: as often as the commit manifest, so the replay log on disk lags the batches the
+/// workers commit by about this much at most.
+pub const FIGURES_SAVE_INTERVAL_MS: i64 = 100;
+/// Replay log entries saved at most (a few tens of bytes each): a checkpoint every second
+/// keeps far fewer; past this a restarted driver re-runs later batches on what is there.
+pub const SAVED_REPLAY_ENTRIES_MAX: usize = 65_536;
 
 /// The running job as the state directory keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -47,6 +59,34 @@ pub struct SavedJob {
     pub next_job: JobId,
 }
 
+/// What the job's summary has counted so far and what a re-run after a restart must read
+/// again, as the state directory keeps it (`figures.json`). Without it a restarted driver's
+/// summary would start at the restart, and batches after the checkpoint would re-run on
+/// Kafka offsets cut anew: the batches the first driver's workers had committed to a Kafka
+/// sink are skipped by their markers, so their rows must come from the same records, or a
+/// window's update in them is lost or its state rebuilt from other records.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SavedFigures {
+    pub batches_total: u64,
+    pub batches_rerun: u64,
+    pub events_in: u64,
+    pub dead_letters: u64,
+    pub late_rows_dropped: u64,
+    pub unmatched_lookup_rows: u64,
+    pub sink_rows: u64,
+    pub launch_messages: u64,
+    /// Every batch below this one is counted in the figures above…
+    pub counted_below: u64,
+    /// …and these after it, which completed ahead of an older one.
+    pub counted_ahead: Vec<u64>,
+    pub recoveries: Vec<RecoveryRecord>,
+    pub rebalances: Vec<RebalanceRecord>,
+    pub restarts: Vec<RestartRecord>,
+    /// The replay log: per Kafka source partition, `(batch, end offset)` of the batches
+    /// since the latest checkpoint.
+    pub replay: Vec<(u32, Vec<(u64, i64)>)>,
+}
+
 /// Where a restarted driver goes on from, decided by `plan_resume`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ResumePlan {
@@ -61,21 +101,38 @@ pub struct ResumePlan {
 }
 
 /// Decides how a restarted driver resumes `saved`, from the latest checkpoint record and
-/// the newest commit manifest on disk. Pure. Refuses what would break exactly-once output:
-/// a checkpoint or manifest of another job, or a checkpoint past the committed output (the
-/// driver publishes the manifest before it records a checkpoint, so only a damaged or
-/// foreign directory can show that).
+/// the newest commit manifest on disk (`file_output`: whether the job has an output
+/// directory to hold one). Pure. Refuses what would break exactly-once output: a checkpoint
+/// or manifest of another job, or a checkpoint past the committed output (the driver
+/// publishes the manifest before it records a checkpoint, so only a damaged or foreign
+/// directory can show that).
 pub fn plan_resume(
     saved: &SavedJob,
     checkpoint: Option<CheckpointRecord>,
     manifest: Option<CommitManifest>,
+    file_output: bool,
 ) -> Result<ResumePlan, String> {
     if let Some(checkpoint) = &checkpoint {
         if checkpoint.job != saved.job {
             return Err(format!("the latest checkpoint belongs to job {}, not job {}", checkpoint.job, saved.job));
         }
     }
-    let manifest = manifest.unwrap_or_else(|| CommitManifest { job: saved.job, ..CommitManifest::default() });
+    let manifest = match manifest {
+        Some(manifest) => manifest,
+        // Only Kafka output, and no dead-letter directory: nothing publishes a manifest.
+        // A checkpoint was recorded only once every batch up to it was committed in the
+        // driver's memory, so that is what the manifest would have said; the sinks' own
+        // markers cover what their workers committed after it.
+        None if !file_output => {
+            let segment = CommittedSegment {
+                attempt: saved.attempt,
+                first_batch: 0,
+                last_batch: checkpoint.as_ref().map(|checkpoint| checkpoint.batch),
+            };
+            CommitManifest { job: saved.job, segments: vec![segment], finished: false }
+        }
+        None => CommitManifest { job: saved.job, ..CommitManifest::default() },
+    };
     if manifest.job != saved.job {
         return Err(format!("the commit manifest belongs to job {}, not job {}", manifest.job, saved.job));
     }
@@ -117,16 +174,24 @@ impl StateDir {
 
     /// Replaces the saved job durably: a crash leaves the old file or the new, whole.
     pub fn save(&self, saved: &SavedJob) -> Result<(), DriverError> {
-        let path = self.file();
+        self.replace(STATE_FILE, &serde_json::to_vec_pretty(saved).expect("a saved job serializes"))
+    }
+
+    /// Replaces the saved figures durably, as `save` does the job.
+    pub fn save_figures(&self, figures: &SavedFigures) -> Result<(), DriverError> {
+        self.replace(FIGURES_FILE, &serde_json::to_vec(figures).expect("figures serialize"))
+    }
+
+    fn replace(&self, name: &str, bytes: &[u8]) -> Result<(), DriverError> {
+        let path = self.dir.join(name);
         let failed = |action: &str, error: std::io::Error| DriverError::State {
             path: path.clone(),
             reason: format!("{action}: {error}"),
         };
         fs::create_dir_all(&self.dir).map_err(|error| failed("creating the state directory", error))?;
-        let temporary = self.dir.join(format!("{STATE_FILE}.{}.partial", std::process::id()));
-        let bytes = serde_json::to_vec_pretty(saved).expect("a saved job serializes");
+        let temporary = self.dir.join(format!("{name}.{}.partial", std::process::id()));
         File::create(&temporary)
-            .and_then(|mut file| file.write_all(&bytes).and_then(|()| file.sync_all()))
+            .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
             .map_err(|error| failed("writing", error))?;
         fs::rename(&temporary, &path).map_err(|error| failed("renaming into place", error))?;
         File::open(&self.dir).and_then(|dir| dir.sync_all()).map_err(|error| failed("syncing the directory", error))
@@ -135,7 +200,16 @@ impl StateDir {
     /// The saved job, if a job was running; a file that does not parse is an error that
     /// names the file and the field, not a job quietly forgotten.
     pub fn load(&self) -> Result<Option<SavedJob>, DriverError> {
-        let path = self.file();
+        self.read(STATE_FILE, "a saved job")
+    }
+
+    /// The saved figures; `None` when a driver that kept none ran the job before.
+    pub fn load_figures(&self) -> Result<Option<SavedFigures>, DriverError> {
+        self.read(FIGURES_FILE, "the saved figures")
+    }
+
+    fn read<T: serde::de::DeserializeOwned>(&self, name: &str, what: &str) -> Result<Option<T>, DriverError> {
+        let path = self.dir.join(name);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -143,17 +217,20 @@ impl StateDir {
         };
         serde_json::from_slice(&bytes).map(Some).map_err(|error| DriverError::State {
             path: path.clone(),
-            reason: format!("not a saved job ({error}); fix it, or remove it to start without the job"),
+            reason: format!("not {what} ({error}); fix it, or remove the state directory to start without the job"),
         })
     }
 
     /// The job ended: nothing is left to resume. The directory goes too when nothing else
     /// is in it, so a finished job leaves no trace in the checkpoint directory it defaults to.
     pub fn clear(&self) -> Result<(), DriverError> {
-        match fs::remove_file(self.file()) {
-            Ok(()) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(error) => return Err(DriverError::State { path: self.file(), reason: format!("removing: {error}") }),
+        for name in [FIGURES_FILE, STATE_FILE] {
+            let path = self.dir.join(name);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(error) => return Err(DriverError::State { path, reason: format!("removing: {error}") }),
+            }
         }
         // Not empty (a user's own files), or already gone: either way it stays as it is.
         let _ = fs::remove_dir(&self.dir);
@@ -176,8 +253,6 @@ pub fn read_checkpoint(checkpoint_dir: &Path, job: JobId) -> Result<Option<Check
 
 #[cfg(test)]
 mod tests {
-    use sleet_connectors::manifest::CommittedSegment;
-
     use super::*;
 
     fn saved(attempt: u32, attempt_jobs: Vec<JobId>, next_job: JobId) -> SavedJob {
@@ -219,7 +294,7 @@ mod tests {
         manifest: Option<CommitManifest>,
         expected: Result<(u32, JobId, u64), &str>,
     ) {
-        let plan = plan_resume(saved, checkpoint, manifest);
+        let plan = plan_resume(saved, checkpoint, manifest, true);
         match (plan, expected) {
             (Ok(plan), Ok(expected)) => assert_eq!((plan.attempt, plan.attempt_job, plan.resume_batch), expected),
             (Err(error), Err(fragment)) => assert!(error.contains(fragment), "{error}"),
@@ -255,6 +330,16 @@ mod tests {
     }
 
     #[test]
+    fn a_job_without_file_output_resumes_after_its_checkpoint_with_no_manifest() {
+        let state = saved(1, vec![4, 5], 6);
+        let plan = plan_resume(&state, Some(checkpoint(4, 19)), None, false).expect("resumes");
+        assert_eq!((plan.attempt, plan.attempt_job, plan.resume_batch), (2, 6, 20));
+        assert_eq!(plan.manifest.committed_through(), Some(19), "committed through the checkpoint");
+        let plan = plan_resume(&state, None, None, false).expect("resumes");
+        assert_eq!((plan.resume_batch, plan.manifest.committed_through()), (0, None));
+    }
+
+    #[test]
     fn saved_atomically_loaded_and_a_bad_file_named() {
         let dir = std::env::temp_dir().join(format!("sleet-state-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
@@ -263,8 +348,21 @@ mod tests {
         let job = saved(2, vec![4, 7, 9], 10);
         state.save(&job).expect("save");
         assert_eq!(state.load().expect("load"), Some(job));
-        let leftovers: Vec<_> = fs::read_dir(&dir).expect("dir").flatten().map(|entry| entry.file_name()).collect();
-        assert_eq!(leftovers, vec![std::ffi::OsString::from(STATE_FILE)], "no temporary file is left");
+        assert_eq!(state.load_figures().expect("no figures yet"), None);
+        let figures = SavedFigures {
+            batches_total: 40,
+            counted_below: 38,
+            counted_ahead: vec![39],
+            recoveries: vec![RecoveryRecord { lost_worker: 2, resume_batch: 20, ..RecoveryRecord::default() }],
+            replay: vec![(1, vec![(30, 1_500), (31, 2_000)])],
+            ..SavedFigures::default()
+        };
+        state.save_figures(&figures).expect("save figures");
+        assert_eq!(state.load_figures().expect("load figures"), Some(figures));
+        let mut leftovers: Vec<_> = fs::read_dir(&dir).expect("dir").flatten().map(|entry| entry.file_name()).collect();
+        leftovers.sort();
+        let expected: Vec<std::ffi::OsString> = vec![FIGURES_FILE.into(), STATE_FILE.into()];
+        assert_eq!(leftovers, expected, "no temporary file is left");
         fs::write(state.file(), r#"{"job": 4}"#).expect("a damaged file");
         let error = state.load().expect_err("refused").to_string();
         assert!(error.contains("job.json") && error.contains("missing field"), "{error}");

@@ -7,10 +7,12 @@ use std::collections::VecDeque;
 use sleet_clarity::{percentile, ClusterShape, MonotaskTotals};
 use sleet_plan::SchedulerKind;
 use sleet_wire::{
-    BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, TaskReport, TaskStats,
+    BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, RestartRecord,
+    TaskReport, TaskStats,
 };
 
 use crate::batch_ledger::CompletedBatch;
+use crate::job_state::{SavedFigures, SAVED_REPLAY_ENTRIES_MAX};
 use crate::replay_log::ReplayLog;
 use crate::samples::SampleLog;
 use crate::surviving_outputs::{HeldOutput, SurvivingOutputs};
@@ -22,6 +24,10 @@ const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
 const BATCH_RECORDS_MAX: usize = 200_000;
 /// Window latencies kept for the summary (the most recent ones).
 const WINDOW_LATENCIES_MAX: usize = 1_000_000;
+/// Recovery, rebalance and restart records kept for the summary (the first ones): each is
+/// a failure, a worker joining or leaving, or a driver restart, so a job that reaches this
+/// has bigger problems than a summary cut short; the state directory saves them all.
+const EVENT_RECORDS_MAX: usize = 1_000;
 /// Group records kept for the summary (the most recent ones); at least one batch each.
 const GROUP_RECORDS_MAX: usize = 200_000;
 /// The live bottleneck is the model of the batches that closed in this much recent time…
@@ -60,6 +66,7 @@ pub struct JobStats {
     pub batches_rerun: u64,
     recoveries: Vec<RecoveryRecord>,
     rebalances: Vec<RebalanceRecord>,
+    restarts: Vec<RestartRecord>,
     /// The model's input: the most recent batches' task and batch samples.
     samples: SampleLog,
     /// The offsets each batch read since the latest checkpoint, for a recovery to replay.
@@ -135,10 +142,54 @@ impl JobStats {
         }
     }
 
-    /// This driver resumed the job at `batch` after a restart: the batches before it ran
-    /// under the driver before, which took their figures with it.
-    pub fn resumed_at(&mut self, batch: u64) {
-        self.batches_before_restart = batch;
+    /// What the state directory keeps of these figures for a restarted driver.
+    pub fn figures(&self) -> SavedFigures {
+        SavedFigures {
+            batches_total: self.batches_total,
+            batches_rerun: self.batches_rerun,
+            events_in: self.events_in,
+            dead_letters: self.dead_letters,
+            late_rows_dropped: self.late_rows_dropped,
+            unmatched_lookup_rows: self.unmatched_lookup_rows,
+            sink_rows: self.sink_rows,
+            launch_messages: self.launch_messages,
+            counted_below: self.counted.below,
+            counted_ahead: self.counted.ahead.iter().copied().collect(),
+            recoveries: self.recoveries.clone(),
+            rebalances: self.rebalances.clone(),
+            restarts: self.restarts.clone(),
+            replay: self.replay.saved(SAVED_REPLAY_ENTRIES_MAX),
+        }
+    }
+
+    /// This driver resumed the job after a restart (`restart`): it goes on from the figures
+    /// the driver before it saved, if any. Batches before the resume point that those
+    /// figures do not count (none saved, or saved by a driver that kept none) are
+    /// `batches_before_restart`: they ran, and no figure here says what they did.
+    pub fn resumed(&mut self, saved: Option<SavedFigures>, mut restart: RestartRecord) {
+        let checkpoint_batch = restart.checkpoint_batch;
+        restart.figures_restored = saved.is_some();
+        if let Some(saved) = saved {
+            self.batches_total = saved.batches_total;
+            self.batches_rerun = saved.batches_rerun;
+            self.events_in = saved.events_in;
+            self.dead_letters = saved.dead_letters;
+            self.late_rows_dropped = saved.late_rows_dropped;
+            self.unmatched_lookup_rows = saved.unmatched_lookup_rows;
+            self.sink_rows = saved.sink_rows;
+            self.launch_messages = saved.launch_messages;
+            self.counted = CountedBatches::below(saved.counted_below);
+            for batch in saved.counted_ahead {
+                self.counted.insert(batch);
+            }
+            self.recoveries = saved.recoveries;
+            self.rebalances = saved.rebalances;
+            self.restarts = saved.restarts;
+            self.replay = ReplayLog::restored(&saved.replay, checkpoint_batch);
+        }
+        self.batches_before_restart = restart.resume_batch.saturating_sub(self.counted.first_missing());
+        restart.restart = self.restarts.len() as u32 + 1;
+        push_bounded(&mut self.restarts, restart);
     }
 
     /// An attempt starts on this cluster.
@@ -160,9 +211,11 @@ impl JobStats {
         self.groups.push_back(record);
     }
 
+    /// A recovery, marked with the driver restarts before it.
     pub fn recovered(&mut self, recovery: RecoveryRecord) {
         self.samples.attempt_failed();
-        self.recoveries.push(recovery);
+        let driver_restarts = self.restarts.len() as u32;
+        push_bounded(&mut self.recoveries, RecoveryRecord { driver_restarts, ..recovery });
     }
 
     /// How many source tasks the attempt after the latest recovery took over from survivors.
@@ -172,8 +225,10 @@ impl JobStats {
         }
     }
 
+    /// A placement change, marked with the driver restarts before it.
     pub fn rebalanced(&mut self, rebalance: RebalanceRecord) {
-        self.rebalances.push(rebalance);
+        let driver_restarts = self.restarts.len() as u32;
+        push_bounded(&mut self.rebalances, RebalanceRecord { driver_restarts, ..rebalance });
     }
 
     pub fn last_group(&self) -> Option<&GroupRecord> {
@@ -271,8 +326,15 @@ impl JobStats {
             recoveries: self.recoveries,
             batches_rerun: self.batches_rerun,
             rebalances: self.rebalances,
+            restarts: self.restarts,
             samples,
         }
+    }
+}
+
+fn push_bounded<T>(records: &mut Vec<T>, record: T) {
+    if records.len() < EVENT_RECORDS_MAX {
+        records.push(record);
     }
 }
 
@@ -280,7 +342,7 @@ impl JobStats {
 mod tests {
     use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
     use sleet_plan::{SourceRange, StageId};
-    use sleet_wire::{TaskId, TaskOutcome};
+    use sleet_wire::{TaskId, TaskOutcome, WorkerId};
 
     use super::*;
 
@@ -309,6 +371,48 @@ mod tests {
         stats.push_batch(completed(3, 10, vec![80]), None, 20_000);
         assert_eq!(stats.progress(20_000).window_latency_ms_p99, Some(80.0));
         assert_eq!(stats.window_latencies_ms, [120, 80]);
+    }
+
+    #[test]
+    fn a_restarted_driver_takes_the_figures_and_records_over_and_marks_which_driver_saw_what() {
+        let mut first = JobStats::new(1, 0, SchedulerKind::Group);
+        for batch in 0..5 {
+            first.push_batch(completed(batch, 10, vec![]), None, 0);
+        }
+        first.recovered(RecoveryRecord { lost_worker: 2, resume_batch: 3, ..RecoveryRecord::default() });
+        first.push_batch(completed(3, 10, vec![]), None, 0);
+        first.push_batch(completed(6, 10, vec![]), None, 0);
+        // The driver dies; the next one resumes after the checkpoint after batch 3.
+        let restart = RestartRecord {
+            at_ms: 9,
+            checkpoint_batch: Some(3),
+            resume_batch: 4,
+            attempt: 2,
+            ..RestartRecord::default()
+        };
+        let mut second = JobStats::new(1, 0, SchedulerKind::Group);
+        second.resumed(Some(first.figures()), restart.clone());
+        for batch in 4..8 {
+            second.push_batch(completed(batch, 10, vec![]), None, 0);
+        }
+        second.rebalanced(RebalanceRecord { joined: vec![7], ..RebalanceRecord::default() });
+        let summary = second.summary(10);
+        // Batches 0..8 once each; 3 re-ran under the first driver, 4 and 6 under the second.
+        let figures = (summary.batches_total, summary.events_in, summary.batches_rerun, summary.batches_before_restart);
+        assert_eq!(figures, (8, 80, 3, 0));
+        let recoveries: Vec<(WorkerId, u32)> =
+            summary.recoveries.iter().map(|r| (r.lost_worker, r.driver_restarts)).collect();
+        assert_eq!(recoveries, vec![(2, 0)], "the recovery before the restart, marked as such");
+        assert_eq!(summary.rebalances.iter().map(|r| r.driver_restarts).collect::<Vec<_>>(), vec![1]);
+        let expected = RestartRecord { restart: 1, figures_restored: true, ..restart.clone() };
+        assert_eq!(summary.restarts, vec![expected]);
+        // A state directory without figures (a driver that kept none): the summary counts
+        // from the restart and says how many batches it leaves out.
+        let mut without = JobStats::new(1, 0, SchedulerKind::Group);
+        without.resumed(None, restart);
+        let summary = without.summary(10);
+        assert_eq!((summary.batches_total, summary.batches_before_restart), (0, 4));
+        assert!(!summary.restarts[0].figures_restored);
     }
 
     /// Batch `batch`'s one map task on partition 0: `run_us` of cpu from the batch's close.

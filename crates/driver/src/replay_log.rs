@@ -62,6 +62,34 @@ impl ReplayLog {
         }
     }
 
+    /// What a restarted driver needs to replay (`job_state::SavedFigures`): per partition the
+    /// earliest `entries_max / partitions` ends, `(batch, end offset)`. A replay runs from the
+    /// checkpoint's batch on while each batch is known, so the earliest entries are the ones
+    /// that count; past the cut, batches re-run on what is there, as past `ENTRIES_MAX`.
+    pub fn saved(&self, entries_max: usize) -> Vec<(u32, Vec<(u64, i64)>)> {
+        let per_partition = entries_max / self.ends.len().max(1);
+        self.ends
+            .iter()
+            .map(|(partition, ends)| (*partition, ends.iter().take(per_partition).map(|(b, e)| (*b, *e)).collect()))
+            .filter(|(_, ends): &(u32, Vec<(u64, i64)>)| !ends.is_empty())
+            .collect()
+    }
+
+    /// The log a driver before this one saved, with what the checkpoint after
+    /// `checkpoint_batch` covers dropped.
+    pub fn restored(saved: &[(u32, Vec<(u64, i64)>)], checkpoint_batch: Option<u64>) -> Self {
+        let mut log = ReplayLog::default();
+        for (partition, ends) in saved {
+            for (batch, end) in ends {
+                log.record(*partition, *batch, SourceRange::Offsets { start: *end, end: *end });
+            }
+        }
+        if let Some(batch) = checkpoint_batch {
+            log.forget_through(batch);
+        }
+        log
+    }
+
     /// For each partition, the ends of batches `from`, `from + 1`, … as long as each is known,
     /// as `(batch, end offset)`; a partition with none known is left out. A gap ends the run:
     /// a batch after an unknown one cannot start where the log says, so what the log holds
@@ -112,6 +140,23 @@ mod tests {
         assert_eq!(log.record(0, 7, offsets(60, 75)), None);
         assert_eq!(log.record(0, 4, offsets(30, 41)), None, "a replay that held");
         assert_eq!(log.record(0, 5, offsets(41, 50)), Some(52), "a replay that did not hold");
+    }
+
+    #[test]
+    fn a_saved_log_restores_the_same_replay_past_the_checkpoint_and_is_bounded() {
+        let mut log = ReplayLog::default();
+        for batch in 0..6 {
+            log.record(0, batch, offsets(10 * batch as i64, 10 * batch as i64 + 7));
+            log.record(3, batch, offsets(100 + batch as i64, 101 + batch as i64));
+        }
+        let saved = log.saved(usize::MAX);
+        let mut restored = ReplayLog::restored(&saved, Some(2));
+        assert_eq!(restored.replay_from(3), log.clone().replay_from(3));
+        assert_eq!(restored.record(0, 1, offsets(0, 99)), None, "the checkpoint covers batch 1");
+        assert_eq!(restored.record(0, 4, offsets(40, 48)), Some(47), "a re-run cut elsewhere is caught");
+        // Four entries for two partitions: each keeps its two earliest batches.
+        assert_eq!(log.saved(4), vec![(0, vec![(0, 7), (1, 17)]), (3, vec![(0, 101), (1, 102)])]);
+        assert_eq!(ReplayLog::default().saved(4), vec![]);
     }
 
     #[test]

@@ -425,11 +425,14 @@ pub struct JobSummary {
     /// Every batch the job completed, including those no longer in `batches`.
     #[serde(default)]
     pub batches_total: u64,
-    /// The batch a driver restarted from its state directory resumed at: every batch before
-    /// it ran under an earlier driver, and no figure here counts them. 0 when the driver that
-    /// ends the job also started it.
+    /// Batches before the point a restarted driver resumed at that no figure here counts:
+    /// they ran under an earlier driver whose figures the state directory did not keep. 0
+    /// when the driver that ends the job also started it, or took over its figures.
     #[serde(default)]
     pub batches_before_restart: u64,
+    /// Every time a driver restarted from its state directory and resumed the job, in order.
+    #[serde(default)]
+    pub restarts: Vec<RestartRecord>,
     pub events_in: u64,
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
@@ -483,6 +486,27 @@ pub struct RebalanceRecord {
     /// `(partition, from, to)`.
     pub moves: Vec<(u32, WorkerId, WorkerId)>,
     pub workers: Vec<WorkerId>,
+    /// Driver restarts before this change: 0 under the driver that started the job, `n`
+    /// under the one that came back after the `n`-th restart (`JobSummary::restarts`).
+    #[serde(default)]
+    pub driver_restarts: u32,
+}
+
+/// A driver restarted from its state directory and resumed the job.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RestartRecord {
+    /// 1 for the first restart of the job's driver, 2 for the second, …
+    pub restart: u32,
+    /// When the restarted driver read its state directory (ms since the epoch, its clock).
+    pub at_ms: i64,
+    /// The checkpoint it resumed from; `None`: the job's start.
+    pub checkpoint_batch: Option<u64>,
+    pub resume_batch: u64,
+    /// The number of the attempt it started.
+    pub attempt: u32,
+    /// Whether the figures of the drivers before it (counts, recoveries, rebalances) were in
+    /// the state directory; when not, the summary counts from the restart.
+    pub figures_restored: bool,
 }
 
 /// One recovery from a lost worker, as the driver decided it.
@@ -505,6 +529,10 @@ pub struct RecoveryRecord {
     pub moves: Vec<(u32, WorkerId, WorkerId)>,
     /// The workers the job went on with.
     pub workers: Vec<WorkerId>,
+    /// Driver restarts before this recovery: 0 under the driver that started the job, `n`
+    /// under the one that came back after the `n`-th restart (`JobSummary::restarts`).
+    #[serde(default)]
+    pub driver_restarts: u32,
 }
 
 /// One group as the driver saw it: its size and what coordinating it cost.
