@@ -6,6 +6,7 @@
 //!        ▼
 //!  TaskCompleted { records } ──▶ driver ──▶ summarize() ──▶ where the time goes
 //!                                  │ fills TaskSample, BatchSample, ClusterShape
+//!                                  │ (a benchmark adds the HostCapacity it measured)
 //!                                  ▼
 //!                             RunSamples ─┬─▶ model()       per-resource ideal times, bottleneck
 //!                                         ├─▶ utilization() per worker × resource × second
@@ -23,6 +24,7 @@ pub mod analysis;
 pub mod blocked;
 pub mod breakdown;
 pub mod error;
+pub mod host;
 pub mod model;
 pub mod percentile;
 pub mod record;
@@ -35,6 +37,7 @@ pub use analysis::{analyze, Analysis, BreakdownReport, ResourceUse, SecondParts,
 pub use blocked::{batch_blocked, blocked, BatchBlocked, BlockedReport, Blocker, BlockerSpeedup};
 pub use breakdown::{breakdown, breakdowns, part_distributions, LatencyBreakdown, PartDistribution, StageSpan};
 pub use error::ClarityError;
+pub use host::HostCapacity;
 pub use model::{
     model, model_of, terms, throughputs, utilization, Bottleneck, JobModel, JobTerms, ResourceSecond, StageModel,
     StageTerms, Throughputs, SOURCE_BOUND_SHARE,

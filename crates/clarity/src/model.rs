@@ -509,6 +509,7 @@ pub(crate) mod tests {
             },
             batches: vec![batch(0, 0, finished, 1_000)],
             tasks,
+            host: None,
         }
     }
 
@@ -584,6 +585,7 @@ pub(crate) mod tests {
                 task(0, 0, 0, vec![monotask(MapCompute, Cpu, 0, [2_000, 2_000, 3_000])]),
                 task(1, 0, 0, vec![monotask(ReduceCompute, Cpu, 0, [5_000, 5_000, 6_000])]),
             ],
+            host: None,
         };
         let spans = [(2_000, 3_000), (5_000, 6_000)];
         assert_eq!(scheduler_wait_us(&run.batches[0], &spans), 4_000);
@@ -610,7 +612,7 @@ pub(crate) mod tests {
                 monotask(ShuffleFetch, Net, 1_000_000, [0, 0, 10_000]),
             ],
         )];
-        let run = RunSamples { shape: shape(1, 1, 100), batches: vec![], tasks };
+        let run = RunSamples { shape: shape(1, 1, 100), batches: vec![], tasks, host: None };
         assert_eq!(throughputs(&run).net_bytes_per_s, Some(200e6));
         assert_eq!(throughputs(&run).disk_bytes_per_s, None);
         assert_eq!(model(&run).stages[0].net_us, 10_000.0);
@@ -651,7 +653,7 @@ pub(crate) mod tests {
                 ],
             ),
         ];
-        let run = RunSamples { shape: shape(2, 2, 100), batches: vec![], tasks };
+        let run = RunSamples { shape: shape(2, 2, 100), batches: vec![], tasks, host: None };
         check_seconds(
             &run,
             &[(0, Cpu, 0, 0.75, 0.5), (0, Cpu, 1, 0.25, 0.0), (1, Net, 0, 0.0, 0.0), (1, Net, 1, 0.25, 0.1)],

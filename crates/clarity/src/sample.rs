@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{MonotaskRecord, Resource};
+use crate::record::{MonotaskKind, MonotaskRecord, Resource};
 
 /// One task as its worker reported it: one stage of one batch on one partition. Stage 0 is
 /// the map (source) stage; later stages reduce. Times are µs since the epoch, worker clock.
@@ -93,6 +93,18 @@ pub struct RunSamples {
     pub shape: ClusterShape,
     pub batches: Vec<BatchSample>,
     pub tasks: Vec<TaskSample>,
+    /// What the machine offered while the run was measured, when whoever ran it recorded
+    /// that (the benchmarks do; the driver cannot see the host); `None` in older results.
+    #[serde(default)]
+    pub host: Option<crate::host::HostCapacity>,
+}
+
+impl RunSamples {
+    /// Whether the records time decoding apart from the rest of map compute: workers do
+    /// since `MonotaskKind::Decode` exists; older results hold none.
+    pub fn records_decoding(&self) -> bool {
+        self.tasks.iter().flat_map(|task| &task.monotasks).any(|monotask| monotask.kind == MonotaskKind::Decode)
+    }
 }
 
 /// The union of half-open intervals `[start, end)` as disjoint intervals in order: time in

@@ -78,6 +78,7 @@ fn kind_name(kind: MonotaskKind) -> &'static str {
         MonotaskKind::SinkWrite => "sink_write",
         MonotaskKind::StateSnapshot => "state_snapshot",
         MonotaskKind::CheckpointWrite => "checkpoint_write",
+        MonotaskKind::Decode => "decode",
     }
 }
 
@@ -137,8 +138,9 @@ mod tests {
         assert_eq!(summary, summarize(&records));
         assert_eq!(summary["cpu"].monotasks, 167);
         assert_eq!(summary["disk"].monotasks, 166);
-        // 500 records over 7 kinds: 72 of each of the first 3, 71 of the rest.
-        assert_eq!(summary["map_compute"].monotasks, 72);
-        assert_eq!(summary["checkpoint_write"].monotasks, 71);
+        // 500 records over 8 kinds: 63 of each of the first 4, 62 of the rest.
+        assert_eq!(summary["map_compute"].monotasks, 63);
+        assert_eq!(summary["checkpoint_write"].monotasks, 62);
+        assert_eq!(summary["decode"].monotasks, 62);
     }
 }

@@ -54,8 +54,8 @@ impl fmt::Display for Scenario {
 /// What the caller knows that the records do not say.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct WhatIfParams {
-    /// Share of map compute time spent decoding input (0–1): a map monotask decodes and runs
-    /// operators in one piece, so the records cannot separate them.
+    /// Share of map compute time spent decoding input (0–1), for records made before decoding
+    /// had its own monotask (`MonotaskKind::Decode`), which cannot separate the two.
     pub decode_share: f64,
     /// Shuffle bytes with map-side combine ÷ without (0–1], measured or estimated from the
     /// key cardinality.
@@ -150,6 +150,7 @@ pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) 
         terms: terms(run),
         throughputs: baseline.throughputs,
         interval_us: baseline.interval_us,
+        cores: run.shape.cores(),
         assumptions: MODEL_ASSUMPTIONS.iter().map(|text| text.to_string()).collect(),
     };
     for scenario in scenarios {
@@ -206,6 +207,8 @@ struct Changed {
     terms: JobTerms,
     throughputs: Throughputs,
     interval_us: f64,
+    /// The job's cores, workers × cores per worker, as the scenarios so far left them.
+    cores: f64,
     assumptions: Vec<String>,
 }
 
@@ -214,13 +217,15 @@ impl Changed {
         let workers = f64::from(run.shape.workers.max(1));
         match scenario {
             Scenario::Cores(k) => {
-                self.scale(|_, resource| if resource == Resource::Cpu { 1.0 / k } else { 1.0 });
-                self.note(scenario, "a core does the same work per second; no contention for memory bandwidth");
+                let host = self.host_factor(scenario, run, k);
+                self.scale(|_, resource| if resource == Resource::Cpu { host / k } else { 1.0 });
             }
             Scenario::Workers(k) => {
                 let fetch = remote_share_factor(workers, workers * k);
+                let host = self.host_factor(scenario, run, k);
                 self.scale(|kind, resource| match (kind, resource) {
                     (MonotaskKind::ShuffleFetch, Resource::Net) => fetch.unwrap_or(1.0) / k,
+                    (_, Resource::Cpu) => host / k,
                     _ => 1.0 / k,
                 });
                 self.note(scenario, "partitions spread evenly over the workers; coordination per batch unchanged");
@@ -248,18 +253,28 @@ impl Changed {
                 self.note(scenario, "writes and fsyncs are throughput-bound, not latency-bound");
             }
             Scenario::Decoded => {
-                let keep = 1.0 - params.decode_share.clamp(0.0, 1.0);
-                self.scale(|kind, resource| match (kind, resource) {
-                    (MonotaskKind::MapCompute, Resource::Cpu) => keep,
-                    _ => 1.0,
-                });
-                self.note(
-                    scenario,
-                    &format!(
-                        "decoding is {:.0} % of map compute (supplied by the caller); reading the input costs the same",
-                        params.decode_share * 100.0
-                    ),
-                );
+                if run.records_decoding() {
+                    self.scale(|kind, _| if kind == MonotaskKind::Decode { 0.0 } else { 1.0 });
+                    self.note(
+                        scenario,
+                        "the decode monotasks' time goes (the records time decoding apart from the rest of map \
+                         compute); producing or reading the input costs the same",
+                    );
+                } else {
+                    let keep = 1.0 - params.decode_share.clamp(0.0, 1.0);
+                    self.scale(|kind, resource| match (kind, resource) {
+                        (MonotaskKind::MapCompute, Resource::Cpu) => keep,
+                        _ => 1.0,
+                    });
+                    self.note(
+                        scenario,
+                        &format!(
+                            "the records hold no decode monotasks: decoding is taken as {:.0} % of map compute \
+                             (supplied by the caller); producing or reading the input costs the same",
+                            params.decode_share * 100.0
+                        ),
+                    );
+                }
             }
             Scenario::Combine(on) => {
                 let factor = combine_factor(on, params);
@@ -317,6 +332,35 @@ impl Changed {
                 }
             }
         }
+    }
+
+    /// The change in the time a unit of cpu work takes when the job's cores become `k` times
+    /// as many, from the host the baseline ran on (`HostCapacity::cpu_time_factor`): 1 when
+    /// `k` is 1, and when the host was not recorded, whose cores are then taken as free.
+    fn host_factor(&mut self, scenario: Scenario, run: &RunSamples, k: f64) -> f64 {
+        let cores = self.cores;
+        self.cores *= k;
+        let Some(host) = run.host else {
+            self.note(
+                scenario,
+                "the host's capacity was not recorded: every core is free and runs as fast as one alone",
+            );
+            return 1.0;
+        };
+        let other = host.other_cores(run);
+        let factor = host.cpu_time_factor(cores * k, other) / host.cpu_time_factor(cores, other);
+        self.note(
+            scenario,
+            &format!(
+                "the host has {} cores, of which load outside the job's cpu monotasks (driver, benchmark, network \
+                 threads, other processes) kept {other:.2} busy in the baseline and keeps as many; a core runs at \
+                 {:.2} of its lone speed with all busy (calibrated before the run), linearly in between; threads \
+                 beyond the cores share them equally; the job's cpu monotasks run on all its cores at once: cpu \
+                 work × {factor:.3}",
+                host.cores, host.all_busy_core_speed,
+            ),
+        );
+        factor
     }
 
     fn note(&mut self, scenario: Scenario, assumption: &str) {
@@ -381,6 +425,7 @@ fn combine_factor(on: bool, params: &WhatIfParams) -> f64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::host::HostCapacity;
     use crate::model::tests::two_stage_run;
     use crate::record::MonotaskRecord;
     use crate::sample::{BatchSample, ClusterShape, TaskSample};
@@ -504,6 +549,7 @@ pub(crate) mod tests {
             },
             batches: Vec::new(),
             tasks,
+            host: None,
         };
         let params = WhatIfParams { combine_ratio: 0.1, combine_in_baseline: true, ..WhatIfParams::default() };
         assert_eq!(predict(&run, &params, &[]).modelled_us, 500.0);
@@ -549,6 +595,91 @@ pub(crate) mod tests {
         check(&[Scenario::Cores(2.0), Scenario::Net(0.25)], params, 50_000.0, Some(10_000.0 * 100.0 / 150.0));
     }
 
+    /// `two_stage_run` on one worker with one core: map cpu 80 ms; reduce cpu 16, net 2 MB ÷
+    /// 100 MB/s = 20, disk 1 MB ÷ 50 MB/s = 20 ms: modelled 100 ms. Its cpu monotasks kept
+    /// 0.96 cores busy in the 100 ms interval.
+    fn one_core_run(host: HostCapacity) -> RunSamples {
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        run.shape.workers = 1;
+        run.shape.cores_per_worker = 1;
+        run.host = Some(host);
+        run
+    }
+
+    /// One of the prediction's assumptions mentions `text`.
+    fn assumes(prediction: &Prediction, text: &str) {
+        assert!(
+            prediction.assumptions.iter().any(|assumption| assumption.contains(text)),
+            "{:?}",
+            prediction.assumptions
+        );
+    }
+
+    fn check_host(run: &RunSamples, scenario: Scenario, modelled_us: f64) {
+        let prediction = predict(run, &WhatIfParams::default(), &[scenario]);
+        assert!(
+            (prediction.modelled_us - modelled_us).abs() < 1e-6,
+            "{scenario}: {} ≠ {modelled_us}",
+            prediction.modelled_us
+        );
+        let noted =
+            prediction.assumptions.iter().any(|text| text.starts_with(&scenario.to_string()) && text.contains("host"));
+        assert!(noted, "no host assumption in {:?}", prediction.assumptions);
+    }
+
+    #[test]
+    fn a_second_core_of_a_busy_host_is_worth_less_than_a_core() {
+        // Two host cores running at 0.8 when both are busy; the host was 1.06 cores busy, so
+        // 0.1 of other load. Baseline: demand 1.1 cores, speed 1 − 0.2 × 0.1 = 0.98, factor
+        // 1 ÷ 0.98. Two job cores: demand 2.1, sharing 2.1 ÷ 2 = 1.05, speed 0.8, factor
+        // 1.3125. Cpu × 1.3125 × 0.98 ÷ 2 = 0.643125: map 51.45 ms; reduce stays 20 ms.
+        let run = one_core_run(HostCapacity { cores: 2, busy_cores: 1.06, all_busy_core_speed: 0.8 });
+        check_host(&run, Scenario::Cores(2.0), 80_000.0 * 0.643125 + 20_000.0);
+        // A second worker with one core is the same two cores to the host; net and disk halve
+        // too (10 ms), so the reduce stage is its cpu, 16 × 0.643125.
+        check_host(&run, Scenario::Workers(2.0), 96_000.0 * 0.643125);
+        // Without the host's record the ideal model: 40 + 20 ms.
+        let mut unrecorded = run.clone();
+        unrecorded.host = None;
+        let prediction = predict(&unrecorded, &WhatIfParams::default(), &[Scenario::Cores(2.0)]);
+        assert_eq!(prediction.modelled_us, 60_000.0);
+        assumes(&prediction, "not recorded");
+    }
+
+    #[test]
+    fn cores_beyond_the_host_share_it() {
+        // Perfect cores, four of them, 1.46 busy: 0.5 other load besides the job's 0.96. Two
+        // workers × 2 cores (4) → 8: factor (8.5 ÷ 4) ÷ (4.5 ÷ 4) = 17 ÷ 9, halved: map
+        // 20 ms × 17 ÷ 18; the reduce stage stays at its net and disk, 10 ms.
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        run.host = Some(HostCapacity { cores: 4, busy_cores: 1.46, all_busy_core_speed: 1.0 });
+        check_host(&run, Scenario::Cores(2.0), 20_000.0 * 17.0 / 18.0 + 10_000.0);
+        // Applied together, cores × 2 then workers × 2 compound: 4 → 8 → 16 cores.
+        let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::Cores(2.0), Scenario::Workers(2.0)]);
+        let map_us = 20_000.0 * (16.5 / 4.0) / (4.5 / 4.0) / 4.0;
+        // Reduce: cpu 4 × (16.5 ÷ 4.5) ÷ 4 = 3.67; net 10 × 1.5 ÷ 2 = 7.5; disk 5.
+        assert!((prediction.modelled_us - (map_us + 7_500.0)).abs() < 1e-6, "{}", prediction.modelled_us);
+    }
+
+    #[test]
+    fn decoding_recorded_on_its_own_is_what_goes() {
+        // The map task's 40 ms split as 30 ms decode + 10 ms of operators on each worker:
+        // decoded input leaves 20 ms ÷ 4 cores = 5 ms of map; reduce 10. The caller's share
+        // is not used when the records say.
+        let mut run = two_stage_run(100e6, 50e6, 90_000);
+        for task in run.tasks.iter_mut().filter(|task| task.stage == 0) {
+            task.monotasks = vec![
+                crate::model::tests::monotask(MonotaskKind::Decode, Resource::Cpu, 0, [0, 0, 30_000]),
+                crate::model::tests::monotask(MonotaskKind::MapCompute, Resource::Cpu, 0, [30_000, 30_000, 40_000]),
+            ];
+        }
+        let params = WhatIfParams { decode_share: 0.6, ..WhatIfParams::default() };
+        assert_eq!(predict(&run, &params, &[]).modelled_us, 30_000.0);
+        let prediction = predict(&run, &params, &[Scenario::Decoded]);
+        assert_eq!(prediction.modelled_us, 15_000.0);
+        assumes(&prediction, "decode monotasks");
+    }
+
     #[test]
     fn coordination_that_overruns_the_interval_leaves_no_stable_rate() {
         let mut run = two_stage_run(100e6, 50e6, 90_000);
@@ -564,7 +695,7 @@ pub(crate) mod tests {
         let mut run = two_stage_run(100e6, 50e6, 90_000);
         run.shape.workers = 1;
         let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::Workers(2.0)]);
-        assert!(prediction.assumptions.iter().any(|text| text.contains("shuffle network time stays unknown")));
+        assumes(&prediction, "shuffle network time stays unknown");
     }
 
     fn arbitrary_monotask() -> impl Strategy<Value = MonotaskRecord> {
@@ -610,6 +741,11 @@ pub(crate) mod tests {
             },
         );
         let throughput = proptest::option::of(1e5f64..1e9);
+        // An all-busy core at half its lone speed or better: below that, two cores really are
+        // slower than one, and "more cores never predict slower" would not hold.
+        let host = proptest::option::of((1u32..9, 0.0f64..4.0, 0.5f64..=1.0).prop_map(
+            |(cores, busy_cores, all_busy_core_speed)| HostCapacity { cores, busy_cores, all_busy_core_speed },
+        ));
         (
             1u32..5,
             1u32..9,
@@ -618,17 +754,21 @@ pub(crate) mod tests {
             throughput,
             proptest::collection::vec(batch, 0..4),
             proptest::collection::vec(task, 0..12),
+            host,
         )
-            .prop_map(|(workers, cores_per_worker, batch_interval_ms, net, disk, batches, tasks)| RunSamples {
-                shape: ClusterShape {
-                    workers,
-                    cores_per_worker,
-                    batch_interval_ms,
-                    net_bytes_per_s: net,
-                    disk_bytes_per_s: disk,
-                },
-                batches,
-                tasks,
+            .prop_map(|(workers, cores_per_worker, batch_interval_ms, net, disk, batches, tasks, host)| {
+                RunSamples {
+                    shape: ClusterShape {
+                        workers,
+                        cores_per_worker,
+                        batch_interval_ms,
+                        net_bytes_per_s: net,
+                        disk_bytes_per_s: disk,
+                    },
+                    batches,
+                    tasks,
+                    host,
+                }
             })
     }
 
@@ -639,15 +779,18 @@ pub(crate) mod tests {
         fn the_unchanged_configuration_predicts_the_baseline(run in arbitrary_run(), combine_in_baseline: bool) {
             let baseline = crate::model::model(&run);
             let params = WhatIfParams { decode_share: 0.0, combine_ratio: 0.4, combine_in_baseline };
-            let identity = [
+            let mut identity = vec![
                 Scenario::Cores(1.0),
                 Scenario::Workers(1.0),
                 Scenario::Net(1.0),
                 Scenario::Disk(1.0),
-                Scenario::Decoded,
                 Scenario::Combine(combine_in_baseline),
                 Scenario::IntervalMs(run.shape.batch_interval_ms),
             ];
+            // With decode share 0, "decoded" changes nothing unless decoding was recorded.
+            if !run.records_decoding() {
+                identity.push(Scenario::Decoded);
+            }
             for scenarios in [&[][..], &identity[..]] {
                 let prediction = predict(&run, &params, scenarios);
                 prop_assert_eq!(prediction.modelled_us, baseline.modelled_us);

@@ -26,7 +26,7 @@ pub struct BenchWhatifArgs {
     #[command(flatten)]
     pub runs: RepeatArgs,
     /// The scenarios to run, comma-separated: workers, cores, combine-off, combine-on,
-    /// interval, disk, net [default: all].
+    /// interval, disk, net, pre-decoded [default: all].
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
     #[command(flatten)]
@@ -46,7 +46,7 @@ struct Scenario {
 const ONE_WORKER: &str = "--workers 1 --batch-interval 100ms --rate 300000";
 const TWO_WORKERS: &str = "--workers 2 --batch-interval 100ms --rate 500000";
 
-const SCENARIOS: [Scenario; 7] = [
+const SCENARIOS: [Scenario; 8] = [
     Scenario {
         name: "workers",
         label: "workers 1 → 2",
@@ -95,6 +95,13 @@ const SCENARIOS: [Scenario; 7] = [
         baseline: "--workers 2 --batch-interval 100ms --rate 100000 --no-combine --net-bandwidth 4M",
         changed: "--workers 2 --batch-interval 100ms --rate 100000 --no-combine --net-bandwidth 1M",
         what_if: "net=0.25",
+    },
+    Scenario {
+        name: "pre-decoded",
+        label: "input pre-decoded",
+        baseline: TWO_WORKERS,
+        changed: "--workers 2 --batch-interval 100ms --rate 500000 --pre-decoded",
+        what_if: "decoded",
     },
 ];
 

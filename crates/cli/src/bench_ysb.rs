@@ -16,6 +16,7 @@ use crate::batch_figures::lag_bound_ms;
 use crate::client::run_job;
 use crate::cluster::LocalCluster;
 use crate::duration_arg::show;
+use crate::host_capacity::HostMeter;
 use crate::interrupt::Interrupted;
 use crate::ysb_input::InputKind;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags, YsbOptions};
@@ -48,6 +49,11 @@ pub struct BenchYsbArgs {
     /// Share of generated records that are malformed, mistyped or oversized.
     #[arg(long, default_value_t = 0.0)]
     pub bad_fraction: f64,
+    /// The generator hands the map stage rows instead of JSON, as a store of already-decoded
+    /// events would: decoding drops out and everything else runs as usual (the "input
+    /// already decoded" what-if).
+    #[arg(long)]
+    pub pre_decoded: bool,
     #[command(flatten)]
     pub output: crate::run_dir::BenchOutputArgs,
     /// Start of batch 0 in ms since the epoch (default: a moment after submission). A start
@@ -116,6 +122,14 @@ pub async fn run(args: BenchYsbArgs) -> Result<bool> {
     );
     args.ysb.scheduling.check()?;
     anyhow::ensure!(args.preload.is_none() || args.input.source == InputKind::Kafka, "--preload needs --source kafka");
+    anyhow::ensure!(
+        !args.pre_decoded || args.input.source == InputKind::Generator,
+        "--pre-decoded runs on the built-in generator only"
+    );
+    anyhow::ensure!(
+        !(args.pre_decoded && args.bad_fraction > 0.0),
+        "--pre-decoded has no bad records to make: a malformed record has no decoded form; drop --bad-fraction"
+    );
     anyhow::ensure!(
         !(args.search.find_max_rate && args.input.source != InputKind::Generator),
         "--find-max-rate runs on the built-in generator only"
@@ -284,13 +298,14 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         combine: !args.no_combine,
         dead_letter_dir: Some(dead_letter_dir.display().to_string()),
         start_ms: args.start_ms,
+        pre_decoded: args.pre_decoded,
         ..args.ysb.options(partitions, Some(probe.duration), sink)
     };
     let job = ysb_job(&options)?;
     let spec = ysb_source_spec(&options);
 
     eprintln!(
-        "bench ysb {}: {} events/s, {} workers × {} cores, {} ms batches, {}, {}{}",
+        "bench ysb {}: {} events/s, {} workers × {} cores, {} ms batches, {}, {}{}{}",
         probe.label,
         probe.rate,
         args.workers,
@@ -298,8 +313,11 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         args.ysb.batch_interval_ms(),
         show(probe.duration),
         args.ysb.scheduling.describe(),
-        if args.no_combine { ", no combine" } else { "" }
+        if args.no_combine { ", no combine" } else { "" },
+        if args.pre_decoded { ", input pre-decoded" } else { "" }
     );
+    // Calibrated before the cluster starts, while only this process runs on the host.
+    let mut host = HostMeter::calibrated();
     let cluster =
         LocalCluster::start_limited(args.workers, args.cores_per_worker, &run_dir.join("logs"), &args.limits)?;
     let started = std::time::Instant::now();
@@ -314,6 +332,11 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
                 return;
             }
             last_status = Some(progress.events_per_s);
+            // The host's load is measured over the same part of the run as the batches the
+            // model reads: from the end of the warm-up (to the nearest progress report).
+            if started.elapsed() >= probe.warmup {
+                host.start();
+            }
             eprintln!("{}", status_line(started.elapsed(), progress));
             if probe.give_up_lag_ms.is_some_and(|limit| progress.lag_ms > limit)
                 && !gave_up.swap(true, Ordering::SeqCst)
@@ -325,6 +348,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         crate::interrupt::or_notified(give_up.clone()),
     )
     .await;
+    let host = host.finish();
     cluster.shutdown().await;
     crate::interrupt::check()?;
     let summary = summary?;
@@ -341,6 +365,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             "rate": probe.rate,
             "partitions": partitions,
             "combine": !args.no_combine,
+            "pre_decoded": args.pre_decoded,
             "bad_fraction": args.bad_fraction,
             "seed": args.ysb.seed,
             "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
@@ -353,6 +378,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         stopped_early: gave_up.load(Ordering::SeqCst),
         input: None,
         sink_rows: None,
+        host,
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     Ok(RunOutcome { report, last_status_events_per_s: last_status })

@@ -4,16 +4,16 @@
 //! Also the what-if assumptions both share.
 
 use serde_json::json;
-use sleet_clarity::{analyze, MonotaskKind, RunSamples, WhatIfParams};
+use sleet_clarity::{analyze, HostCapacity, MonotaskKind, RunSamples, WhatIfParams};
 use sleet_wire::JobSummary;
 
 /// Share of a ysb map task's compute that is JSON decoding, the rest being filter, project,
 /// lookup, partial aggregation and partitioning: measured on this machine by timing the
 /// decoder apart from the whole of `StagePipeline::run` on raw input over a 20 s `bench ysb`
 /// at 500 000 events/s, 100 ms batches, 2 workers (0.923 and 0.925 on the two workers; the
-/// blocks' encoding after `run`, a few hundred combined rows, was not timed). A map monotask
-/// records decode and operators as one piece, so the records cannot tell them apart; this
-/// constant is the `decoded` what-if's assumption unless `--decode-share` says otherwise.
+/// blocks' encoding after `run`, a few hundred combined rows, was not timed). Workers now
+/// record decoding as its own monotask (`MonotaskKind::Decode`), which the `decoded` what-if
+/// reads instead; this constant (or `--decode-share`) serves results recorded before that.
 pub const YSB_DECODE_SHARE: f64 = 0.92;
 
 /// Share of ysb events that pass its filter (`event_type = 'view'`, one of three types drawn
@@ -83,15 +83,22 @@ pub fn measured_samples(samples: &RunSamples, warm_ms: i64) -> RunSamples {
         shape: samples.shape,
         tasks: samples.tasks.iter().filter(|task| kept.contains(&task.batch)).cloned().collect(),
         batches: warm,
+        host: samples.host,
     }
 }
 
-/// The `clarity` section; `null` with a note when the summary holds no samples.
-pub fn clarity_section(summary: &JobSummary, warm_ms: i64, combine: bool) -> serde_json::Value {
+/// The `clarity` section; `null` with a note when the summary holds no samples. `host` is
+/// what the machine offered over the measured part, which the driver cannot see.
+pub fn clarity_section(
+    summary: &JobSummary,
+    warm_ms: i64,
+    combine: bool,
+    host: Option<HostCapacity>,
+) -> serde_json::Value {
     let Some(samples) = &summary.samples else {
         return json!({ "note": "the driver recorded no samples (no batch completed)" });
     };
-    let run = measured_samples(samples, warm_ms);
+    let run = RunSamples { host, ..measured_samples(samples, warm_ms) };
     let analysis = analyze(&run);
     json!({
         "definition": "the performance model (DESIGN §8) of the batches scheduled after the warm-up among the \

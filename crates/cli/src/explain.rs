@@ -22,8 +22,9 @@ pub struct ExplainArgs {
     /// Each is answered alone, then all together when there are several.
     #[arg(long, value_name = "SCENARIOS")]
     pub what_if: Option<String>,
-    /// Share of map compute spent decoding input (0–1), for `decoded` [default: 0.92,
-    /// measured for ysb's map stage].
+    /// Share of map compute spent decoding input (0–1), for `decoded` on results whose
+    /// records hold no decode monotasks (written before decoding was recorded on its own)
+    /// [default: 0.92, measured for ysb's map stage].
     #[arg(long, value_name = "F")]
     pub decode_share: Option<f64>,
     /// Shuffle bytes with map-side combining ÷ without (0–1], for `combine=…` [default:
@@ -53,9 +54,10 @@ pub fn run(args: &ExplainArgs) -> Result<()> {
     let loaded = load(&args.result)?;
     let params = whatif_params(&loaded.samples, loaded.combine, args.decode_share, args.combine_ratio);
     let sources = ParamSources {
-        decode_share: match args.decode_share {
-            Some(_) => "given by --decode-share",
-            None => "measured for ysb's map stage",
+        decode_share: match (loaded.samples.records_decoding(), args.decode_share) {
+            (true, _) => "not used: the records time decoding as its own monotask",
+            (false, Some(_)) => "given by --decode-share",
+            (false, None) => "measured for ysb's map stage",
         },
         combine_ratio: match (
             args.combine_ratio,

@@ -92,6 +92,7 @@ pub fn run(args: &GenYsbArgs) -> Result<Produced> {
         rate_per_s: args.rate,
         partitions: args.partitions,
         bad_fraction: args.bad_fraction,
+        pre_decoded: false,
     };
     let mut cluster = Cluster::new(&args.brokers);
     ensure_topic(&mut cluster, &args.topic, args.partitions)

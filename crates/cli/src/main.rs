@@ -15,6 +15,7 @@ mod demo;
 mod duration_arg;
 mod explain;
 mod gen_ysb;
+mod host_capacity;
 mod interrupt;
 mod max_rate;
 mod plot;

@@ -92,7 +92,7 @@ mod tests {
 
     #[test]
     fn counts_off_by_one_are_mismatches() {
-        let spec = YsbSourceSpec { seed: 3, rate_per_s: 2_000, partitions: 2, bad_fraction: 0.0 };
+        let spec = YsbSourceSpec { seed: 3, rate_per_s: 2_000, partitions: 2, bad_fraction: 0.0, pre_decoded: false };
         let truth = ground_truth(&spec, 0, 20_000);
         let mut rows: Vec<SinkRow> = truth.iter().map(|((c, w), n)| row(c, *w, *n as i64, 0)).collect();
         assert_eq!(check_counts(&spec, 0, 20_000, &rows).mismatches, 0);

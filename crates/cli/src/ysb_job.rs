@@ -1,8 +1,8 @@
 //! The Yahoo Streaming Benchmark query as a sleet plan (WORKLOADS §1).
 
 use sleet_plan::{
-    col, lit, Aggregate, DataType, EventTimeSource, Field, FileSourceSpec, JobFile, JobSettings, KafkaSourceSpec,
-    KafkaStart, PlanBuilder, Schema, SinkSpec, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
+    col, lit, Aggregate, EventTimeSource, FileSourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart,
+    PlanBuilder, SinkSpec, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
 };
 
 use crate::scheduler_args::SchedulerArgs;
@@ -32,6 +32,8 @@ pub struct YsbOptions {
     pub campaigns: Option<String>,
     /// `None`: the job default.
     pub checkpoint_interval_ms: Option<u64>,
+    /// The generator hands the map stage rows, not JSON (`YsbSourceSpec::pre_decoded`).
+    pub pre_decoded: bool,
 }
 
 /// A window's rows from a source outside sleet may arrive behind the watermark: the
@@ -72,20 +74,8 @@ pub fn ysb_source_spec(options: &YsbOptions) -> YsbSourceSpec {
         rate_per_s: options.rate_per_s,
         partitions: options.source_partitions,
         bad_fraction: options.bad_fraction,
+        pre_decoded: options.pre_decoded,
     }
-}
-
-pub fn ysb_event_schema() -> Schema {
-    let utf8 = |name: &str| Field::new(name, DataType::Utf8);
-    Schema::new(vec![
-        utf8("user_id"),
-        utf8("page_id"),
-        utf8("ad_id"),
-        utf8("ad_type"),
-        utf8("event_type"),
-        Field::new("event_time", DataType::Int64),
-        utf8("ip_address"),
-    ])
 }
 
 pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
@@ -115,7 +105,7 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
         None => TableSpec::YsbCampaigns { seed: options.seed },
     };
     let plan = PlanBuilder::source("ysb", source)
-        .decode_json_with_limit(ysb_event_schema(), YSB_RECORD_BYTES_MAX)
+        .decode_json_with_limit(sleet_connectors::ysb::event_schema(), YSB_RECORD_BYTES_MAX)
         .filter(col("event_type").eq(lit("view")))
         .project([col("ad_id"), col("event_time")])
         .lookup("ad_id", campaigns, "ad_id", ["campaign_id"])
@@ -211,6 +201,7 @@ impl YsbFlags {
             input: YsbInput::Generator,
             campaigns: None,
             checkpoint_interval_ms: self.checkpoint_interval.map(|interval| interval.as_millis() as u64),
+            pre_decoded: false,
         }
     }
 }

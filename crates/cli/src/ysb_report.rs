@@ -32,6 +32,9 @@ pub struct RunPlan<'a> {
     /// Whether the run was cut short on purpose (a search's probe that fell behind): its
     /// results are not checked, since batches past the cut never ran.
     pub stopped_early: bool,
+    /// What the machine offered while the run was measured (`host_capacity`), for the
+    /// what-if model; `None` where the caller did not measure it.
+    pub host: Option<sleet_clarity::HostCapacity>,
 }
 
 /// What a producer wrote: the generator's events of `[start_ms, end_ms)`, `events` of them.
@@ -142,14 +145,14 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "groups": group_summary(summary, warm_ms),
         "series": per_second_series(summary),
         "processed_per_wall_second": processed_per_wall_second(summary),
-        "clarity": clarity_section(summary, warm_ms, plan.config["combine"].as_bool().unwrap_or(true)),
+        "clarity": clarity_section(summary, warm_ms, plan.config["combine"].as_bool().unwrap_or(true), plan.host),
     });
     Ok(RunReport { json, correct, stable: stability.stable, events_per_s })
 }
 
 /// Each compute kind's share of the CPU time the monotasks spent computing.
 fn cpu_breakdown(summary: &JobSummary) -> serde_json::Map<String, serde_json::Value> {
-    const KINDS: [&str; 3] = ["source_read", "map_compute", "reduce_compute"];
+    const KINDS: [&str; 4] = ["source_read", "decode", "map_compute", "reduce_compute"];
     let run_ms = |kind: &str| summary.monotask_summary.get(kind).map(|entry| entry.run_ms);
     let total: f64 = KINDS.iter().filter_map(|kind| run_ms(kind)).sum();
     KINDS.iter().filter_map(|kind| Some((kind.to_string(), json!(run_ms(kind)? / total.max(1e-9))))).collect()

@@ -63,7 +63,7 @@ fn both_schedulers_write_the_same_rows_for_the_same_input() {
         assert_eq!(result["correct"], true, "the bench's own check failed: {result}");
     }
 
-    let spec = YsbSourceSpec { seed: SEED, rate_per_s: RATE, partitions: 2, bad_fraction: 0.0 };
+    let spec = YsbSourceSpec { seed: SEED, rate_per_s: RATE, partitions: 2, bad_fraction: 0.0, pre_decoded: false };
     let end_ms = start_ms + DURATION_S as i64 * 1000;
     let truth = ground_truth(&spec, start_ms, end_ms);
     let (bsp_rows, group_rows) = (sink_rows(&bsp_dir), sink_rows(&group_dir));

@@ -36,7 +36,7 @@ fn run_ysb(name: &str, extra: &[&str], bad_fraction: f64) -> (Run, std::path::Pa
     let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap_or_default())
         .unwrap_or_else(|_| panic!("no result JSON; exit {:?}\nstderr:\n{stderr}", output.status));
     let partitions = result["config"]["partitions"].as_u64().expect("partitions") as u32;
-    let spec = YsbSourceSpec { seed: SEED, rate_per_s: RATE, partitions, bad_fraction };
+    let spec = YsbSourceSpec { seed: SEED, rate_per_s: RATE, partitions, bad_fraction, pre_decoded: false };
     (Run { spec, result }, dir)
 }
 

@@ -1,6 +1,7 @@
 //! One type for every generated source, so a worker holds whichever the job's plan names
 //! without knowing the kinds.
 
+use arrow_array::RecordBatch;
 use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
 use sleet_plan::SourceRange;
@@ -35,5 +36,14 @@ impl Source for Generator {
     fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError> {
         self.generate(start_ms, end_ms, out);
         Ok(SourceRange::Time { start_ms, end_ms })
+    }
+
+    fn read_decoded(&self, start_ms: i64, end_ms: i64) -> Option<Result<(RecordBatch, SourceRange), ConnectorError>> {
+        match self {
+            Generator::Ysb(generator) if generator.pre_decoded() => {
+                Some(Ok((generator.generate_decoded(start_ms, end_ms), SourceRange::Time { start_ms, end_ms })))
+            }
+            _ => None,
+        }
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //!  batch b closes on the worker ── monotask on Source::resource(): Source::read ──▶ RawRecords
-//!                                                          └──▶ SourceRange (the batch log)
+//!                                       (or Source::read_decoded ──▶ rows) └──▶ SourceRange (the batch log)
 //! ```
 //!
 //! The worker that owns a source partition reads each batch itself and says what it read;
@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use arrow_array::RecordBatch;
 use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
 use sleet_plan::{SourceRange, SourceSpec};
@@ -33,6 +34,13 @@ pub trait Source: Send + Sync {
     /// waiting cannot fix; a source outside the process waits out the rest (a broker
     /// restarting) with empty batches and says so in `waiting`.
     fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError>;
+
+    /// The batch's records as rows the plan's decode operator would have made of them, for
+    /// a source that holds its input decoded; `None` (the usual case): `read` hands raw
+    /// records. Takes `read`'s place for that batch: same contract, same range.
+    fn read_decoded(&self, _start_ms: i64, _end_ms: i64) -> Option<Result<(RecordBatch, SourceRange), ConnectorError>> {
+        None
+    }
 
     /// Where a record at `position` (from `RawRecords::positions`) lives, for its dead letter.
     fn locate(&self, _position: i64) -> Option<serde_json::Value> {

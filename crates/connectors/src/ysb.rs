@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use sleet_exec::RawRecords;
@@ -82,6 +83,21 @@ pub struct YsbEvent {
     pub event_type: EventType,
     pub event_time_ms: i64,
     pub bad: Option<BadKind>,
+}
+
+/// The events' fields as the ysb plan decodes them; `event_time` is ms since the epoch.
+pub fn event_schema() -> sleet_plan::Schema {
+    use sleet_plan::{DataType, Field};
+    let utf8 = |name: &str| Field::new(name, DataType::Utf8);
+    sleet_plan::Schema::new(vec![
+        utf8("user_id"),
+        utf8("page_id"),
+        utf8("ad_id"),
+        utf8("ad_type"),
+        utf8("event_type"),
+        Field::new("event_time", DataType::Int64),
+        utf8("ip_address"),
+    ])
 }
 
 /// splitmix64's finalizer: a fast, well-mixed hash for deterministic pseudo-random values.
@@ -214,6 +230,51 @@ impl YsbGenerator {
         count
     }
 
+    /// Whether this partition hands out rows instead of JSON (`YsbSourceSpec::pre_decoded`).
+    pub fn pre_decoded(&self) -> bool {
+        self.spec.pre_decoded
+    }
+
+    /// This partition's events scheduled in `[start_ms, end_ms)` as rows of `event_schema()`,
+    /// the columns holding what the JSON records spell: the input of a job whose events are
+    /// stored decoded. A bad event has no decoded form and is left out.
+    pub fn generate_decoded(&self, start_ms: i64, end_ms: i64) -> RecordBatch {
+        let range = event_range(&self.spec, self.partition, start_ms, end_ms);
+        let count = (range.end - range.start) as usize;
+        let text = |bytes_per_value: usize| StringBuilder::with_capacity(count, count * bytes_per_value);
+        let (mut users, mut pages, mut ads) = (text(36), text(36), text(36));
+        let (mut ad_types, mut event_types, mut addresses) = (text(16), text(8), text(7));
+        let mut times = Int64Builder::with_capacity(count);
+        for k in range {
+            let event = event(&self.spec, self.partition, k);
+            if event.bad.is_some() {
+                continue;
+            }
+            users.append_value(&self.users[event.user as usize]);
+            pages.append_value(&self.pages[event.page as usize]);
+            ads.append_value(self.campaigns.ad_id(event.ad));
+            ad_types.append_value(event.ad_type.as_str());
+            event_types.append_value(event.event_type.as_str());
+            times.append_value(event.event_time_ms);
+            addresses.append_value("1.2.3.4");
+        }
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(users.finish()),
+            Arc::new(pages.finish()),
+            Arc::new(ads.finish()),
+            Arc::new(ad_types.finish()),
+            Arc::new(event_types.finish()),
+            Arc::new(times.finish()),
+            Arc::new(addresses.finish()),
+        ];
+        let fields: Vec<Field> = event_schema()
+            .fields
+            .iter()
+            .map(|field| Field::new(&field.name, sleet_exec::types::to_arrow_type(field.data_type), field.nullable))
+            .collect();
+        RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).expect("the columns follow event_schema()")
+    }
+
     fn write_event(&self, event: &YsbEvent, k: u64, out: &mut Vec<u8>) {
         let record_start = out.len();
         out.extend_from_slice(b"{\"user_id\": \"");
@@ -292,7 +353,7 @@ mod tests {
     use super::*;
 
     fn spec(rate_per_s: u64, partitions: u32, bad_fraction: f64) -> YsbSourceSpec {
-        YsbSourceSpec { seed: 42, rate_per_s, partitions, bad_fraction }
+        YsbSourceSpec { seed: 42, rate_per_s, partitions, bad_fraction, pre_decoded: false }
     }
 
     proptest! {
@@ -331,6 +392,59 @@ mod tests {
         let count = YsbGenerator::new(spec, partition).generate(start, end, &mut out);
         assert_eq!(count as usize, out.len());
         out
+    }
+
+    #[test]
+    fn decoded_rows_are_what_the_decoder_makes_of_the_json() {
+        // With bad records too: the decoder turns them into dead letters, the decoded
+        // generator leaves them out, and the good rows agree column for column.
+        for bad_fraction in [0.0, 0.05] {
+            let spec = spec(5_000, 2, bad_fraction);
+            let start = 1_700_000_000_000;
+            let schema = event_schema();
+            let names: Vec<String> = schema.fields.iter().map(|field| field.name.clone()).collect();
+            let decoder = sleet_exec::json::JsonDecoder::new(&schema, &names, 4096).expect("decoder");
+            let records = generate(&spec, 1, start, start + 2_000);
+            let decoded = decoder.decode(&records);
+            let rows = YsbGenerator::new(&spec, 1).generate_decoded(start, start + 2_000);
+            // 2 500 events/s on this partition for 2 s.
+            assert_eq!(records.len(), 5_000);
+            assert_eq!(rows.num_rows(), 5_000 - decoded.dead_letters.len(), "bad fraction {bad_fraction}");
+            assert_eq!(rows, decoded.batch, "bad fraction {bad_fraction}");
+        }
+    }
+
+    #[test]
+    fn a_stage_given_decoded_rows_computes_what_it_computes_from_json() {
+        use sleet_exec::pipeline::{StageInputData, StagePipeline};
+        use sleet_plan::{col, lit, plan_stages, PlanBuilder, SinkSpec, SourceSpec};
+        // ysb's map side up to the lookup: the planner pushes a projection of three of the
+        // seven fields into the decoder, so decoded rows must be cut down the same way.
+        let spec = spec(5_000, 1, 0.0);
+        let plan = PlanBuilder::source("ysb", SourceSpec::Ysb(spec.clone()))
+            .decode_json(event_schema())
+            .filter(col("event_type").eq(lit("view")))
+            .project([col("ad_id"), col("event_time")])
+            .sink(SinkSpec::Discard)
+            .build()
+            .expect("plan");
+        let stage = plan_stages(&plan, true).expect("stages").stages.remove(0);
+        let start = 1_700_000_000_000;
+        let run = |input: StageInputData| {
+            let mut pipeline = StagePipeline::new(&stage, &|_| unreachable!("no lookup")).expect("pipeline");
+            let output = pipeline.run(&input, 0).expect("runs");
+            (output.records_in, output.rows_out, output.sink_rows.expect("sink rows"))
+        };
+        let from_json = run(StageInputData::Raw(generate(&spec, 0, start, start + 1_000)));
+        let rows = YsbGenerator::new(&spec, 0).generate_decoded(start, start + 1_000);
+        assert_eq!(from_json.0, 5_000);
+        assert_eq!(run(StageInputData::Decoded(rows)), from_json);
+        // Rows that lack a column the decoder outputs are refused, naming it.
+        let mut pipeline = StagePipeline::new(&stage, &|_| unreachable!("no lookup")).expect("pipeline");
+        let rows = YsbGenerator::new(&spec, 0).generate_decoded(start, start + 1_000);
+        let error = pipeline.run(&StageInputData::Decoded(rows.project(&[0, 1]).expect("two columns")), 0);
+        let message = error.err().expect("refused").to_string();
+        assert!(message.contains("no column `ad_id`"), "{message}");
     }
 
     #[test]

@@ -92,8 +92,13 @@ mod tests {
     use super::*;
 
     fn two_stages(map_partitions: u32, reduce_partitions: u32) -> Vec<StagePlan> {
-        let source =
-            SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 1, partitions: map_partitions, bad_fraction: 0.0 });
+        let source = SourceSpec::Ysb(YsbSourceSpec {
+            seed: 1,
+            rate_per_s: 1,
+            partitions: map_partitions,
+            bad_fraction: 0.0,
+            pre_decoded: false,
+        });
         vec![
             StagePlan {
                 id: StageId(0),

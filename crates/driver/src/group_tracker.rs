@@ -255,7 +255,13 @@ mod tests {
 
     fn sleet_plan_stages() -> Vec<sleet_plan::StagePlan> {
         use sleet_plan::{SinkSpec, SourceSpec, StageInput, StageOutput, StagePlan, YsbSourceSpec};
-        let source = SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 1, partitions: 1, bad_fraction: 0.0 });
+        let source = SourceSpec::Ysb(YsbSourceSpec {
+            seed: 1,
+            rate_per_s: 1,
+            partitions: 1,
+            bad_fraction: 0.0,
+            pre_decoded: false,
+        });
         vec![
             StagePlan {
                 id: StageId(0),

@@ -171,7 +171,7 @@ impl SampleLog {
             return None;
         }
         batches.sort_by_key(|batch| batch.batch);
-        Some(RunSamples { shape, batches, tasks })
+        Some(RunSamples { shape, batches, tasks, host: None })
     }
 }
 

@@ -17,6 +17,10 @@ pub enum ExecError {
     /// A column the physical plan promised is missing: a planner bug.
     #[error("internal: column `{0}` missing from batch")]
     MissingColumn(String),
+    /// A source handed already-decoded rows that do not match the stage's decoder: a bug of
+    /// that source (or a plan that does not decode its input).
+    #[error("internal: decoded source rows: {0}")]
+    DecodedInput(String),
     #[error("internal: {context}")]
     Arrow {
         context: String,

@@ -16,9 +16,14 @@ use crate::partition::partition_batch;
 use crate::records::RawRecords;
 use crate::window::{ClosedWindow, PartialWindowAggregateExec, WindowAggregateExec};
 
-/// What a task feeds its stage: raw source records, or the shuffle blocks it pulled.
+/// What a task feeds its stage: raw source records, rows a source held already decoded, or
+/// the shuffle blocks it pulled.
 pub enum StageInputData {
     Raw(RawRecords),
+    /// Source rows that need no decoding: they skip the stage's decode operator, whose output
+    /// columns they must hold (by name, with its types); other columns are dropped as the
+    /// decoder's projection would.
+    Decoded(RecordBatch),
     Blocks(Vec<RecordBatch>),
 }
 
@@ -35,6 +40,16 @@ pub struct StageRunOutput {
     pub unmatched_lookup_rows: u64,
     pub late_rows_dropped: u64,
     pub closed_windows: Vec<ClosedWindow>,
+}
+
+/// A stage's input as rows, between `StagePipeline::decode` and `run_rows`.
+pub struct StageRows {
+    batches: Vec<RecordBatch>,
+    records_in: u64,
+    dead_letters: Vec<DeadLetter>,
+    /// Whether the stage's decode operator has done its part (or been skipped for decoded
+    /// rows), so `run_rows` starts after it.
+    decoded: bool,
 }
 
 enum OperatorExec {
@@ -86,27 +101,64 @@ impl StagePipeline {
     /// Runs batch `batch` through the stage; window state remembers which batch last changed
     /// each key, so a window's latency can be read off when that batch's output is visible.
     pub fn run(&mut self, input: &StageInputData, batch: u64) -> Result<StageRunOutput, ExecError> {
-        let mut out = StageRunOutput::default();
-        let mut operators = self.operators.iter_mut().peekable();
-        let mut batches: Vec<RecordBatch> = match input {
-            StageInputData::Raw(records) => {
-                out.records_in = records.len() as u64;
-                match operators.peek() {
-                    Some(OperatorExec::Decode(_)) => {
-                        let Some(OperatorExec::Decode(decoder)) = operators.next() else { unreachable!() };
-                        let decoded = decoder.decode(records);
-                        out.dead_letters = decoded.dead_letters;
-                        vec![decoded.batch]
-                    }
-                    _ => vec![raw_as_binary_batch(records)?],
+        let rows = self.decode(input)?;
+        self.run_rows(rows, batch)
+    }
+
+    /// The first half of `run`: the input as rows. Raw records go through the stage's decode
+    /// operator (or become one binary column when it has none), decoded rows are checked
+    /// against that operator's output, blocks pass as they are. Apart so that the caller can
+    /// time decoding on its own (this crate reads no clocks).
+    pub fn decode(&mut self, input: &StageInputData) -> Result<StageRows, ExecError> {
+        let decoder = match self.operators.first() {
+            Some(OperatorExec::Decode(decoder)) => Some(decoder),
+            _ => None,
+        };
+        Ok(match (input, decoder) {
+            (StageInputData::Raw(records), Some(decoder)) => {
+                let decoded = decoder.decode(records);
+                StageRows {
+                    batches: vec![decoded.batch],
+                    records_in: records.len() as u64,
+                    dead_letters: decoded.dead_letters,
+                    decoded: true,
                 }
             }
-            StageInputData::Blocks(blocks) => {
-                out.records_in = blocks.iter().map(|block| block.num_rows() as u64).sum();
-                blocks.iter().filter(|block| block.num_rows() > 0).cloned().collect()
+            (StageInputData::Raw(records), None) => StageRows {
+                batches: vec![raw_as_binary_batch(records)?],
+                records_in: records.len() as u64,
+                dead_letters: Vec::new(),
+                decoded: false,
+            },
+            (StageInputData::Decoded(rows), Some(decoder)) => StageRows {
+                batches: vec![in_schema(rows, &decoder.output_schema())?],
+                records_in: rows.num_rows() as u64,
+                dead_letters: Vec::new(),
+                decoded: true,
+            },
+            (StageInputData::Decoded(_), None) => {
+                return Err(ExecError::DecodedInput(
+                    "the stage does not start by decoding, so it cannot take decoded rows".into(),
+                ))
             }
+            (StageInputData::Blocks(blocks), _) => StageRows {
+                batches: blocks.iter().filter(|block| block.num_rows() > 0).cloned().collect(),
+                records_in: blocks.iter().map(|block| block.num_rows() as u64).sum(),
+                dead_letters: Vec::new(),
+                decoded: false,
+            },
+        })
+    }
+
+    /// The second half of `run`: the stage's operators after decoding, on `decode`'s rows.
+    pub fn run_rows(&mut self, rows: StageRows, batch: u64) -> Result<StageRunOutput, ExecError> {
+        let mut out = StageRunOutput {
+            records_in: rows.records_in,
+            dead_letters: rows.dead_letters,
+            ..StageRunOutput::default()
         };
-        for operator in operators {
+        let mut batches = rows.batches;
+        for operator in self.operators.iter_mut().skip(usize::from(rows.decoded)) {
             if batches.is_empty() {
                 // No input at all (e.g. a reduce partition no key hashed to): nothing can change.
                 break;
@@ -175,6 +227,23 @@ fn concat(batches: &[RecordBatch]) -> Result<RecordBatch, ExecError> {
     }
     arrow_select::concat::concat_batches(&batches[0].schema(), batches)
         .map_err(ExecError::arrow("concatenating blocks"))
+}
+
+/// `rows`' columns named in `schema`, as a batch of `schema`: what the decoder would have
+/// produced from the same records. A column missing, or of another type, is the source's
+/// bug and an error naming it.
+fn in_schema(rows: &RecordBatch, schema: &arrow_schema::SchemaRef) -> Result<RecordBatch, ExecError> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            rows.column_by_name(field.name())
+                .cloned()
+                .ok_or_else(|| ExecError::DecodedInput(format!("no column `{}` in the decoded rows", field.name())))
+        })
+        .collect::<Result<Vec<ArrayRef>, ExecError>>()?;
+    RecordBatch::try_new(Arc::clone(schema), columns)
+        .map_err(|error| ExecError::DecodedInput(format!("the rows do not fit the decoder's schema: {error}")))
 }
 
 fn raw_as_binary_batch(records: &RawRecords) -> Result<RecordBatch, ExecError> {

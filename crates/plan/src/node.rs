@@ -254,6 +254,11 @@ pub struct YsbSourceSpec {
     /// Share of records replaced by malformed, mistyped or oversized ones.
     #[serde(default)]
     pub bad_fraction: f64,
+    /// Hand the map stage rows instead of JSON, as a store of already-decoded events would:
+    /// the plan's decode operator is skipped, everything else runs as usual. For the "input
+    /// already decoded" what-if; bad records have no decoded form, so `bad_fraction` must be 0.
+    #[serde(default)]
+    pub pre_decoded: bool,
 }
 
 /// The scheduling micro-benchmarks' source: a pure function of `(seed, partition, time range)`.

@@ -13,7 +13,13 @@ fn ysb_like(partitions: u32) -> Plan {
     ]);
     PlanBuilder::source(
         "ysb",
-        SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 3, bad_fraction: 0.0 }),
+        SourceSpec::Ysb(YsbSourceSpec {
+            seed: 1,
+            rate_per_s: 10,
+            partitions: 3,
+            bad_fraction: 0.0,
+            pre_decoded: false,
+        }),
     )
     .decode_json(schema)
     .filter(col("event_type").eq(lit("view")))

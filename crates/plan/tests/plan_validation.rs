@@ -2,12 +2,13 @@
 
 use sleet_plan::*;
 
+fn ysb() -> SourceSpec {
+    SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0, pre_decoded: false })
+}
+
 fn source() -> PlanBuilder {
-    PlanBuilder::source(
-        "t",
-        SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0 }),
-    )
-    .decode_json(Schema::new(vec![Field::new("name", DataType::Utf8), Field::new("time", DataType::Int64)]))
+    PlanBuilder::source("t", ysb())
+        .decode_json(Schema::new(vec![Field::new("name", DataType::Utf8), Field::new("time", DataType::Int64)]))
 }
 
 fn window() -> WindowSpec {
@@ -112,11 +113,8 @@ fn a_numbers_source_reads_as_kind_numbers_in_a_job_file() {
 
 #[test]
 fn a_decode_schema_names_each_field_once() {
-    let plan = PlanBuilder::source(
-        "t",
-        SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 10, partitions: 1, bad_fraction: 0.0 }),
-    )
-    .decode_json(Schema::new(vec![Field::new("a", DataType::Utf8), Field::new("a", DataType::Int64)]));
+    let plan = PlanBuilder::source("t", ysb())
+        .decode_json(Schema::new(vec![Field::new("a", DataType::Utf8), Field::new("a", DataType::Int64)]));
     check(plan.sink(SinkSpec::Discard), &["node 1 (decode_json)", "schema", "`a` appears twice"]);
 }
 

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  source task:  SourceRead on the source's resource (a generator: cpu)
-//!                → cpu MapCompute (decode, operators, partition into blocks)
+//!                → cpu Decode (raw records into rows; none for decoded input)
+//!                → cpu MapCompute (operators, partition into blocks)
 //!                → disk SinkWrite (dead letters, when there are any)
 //!  reduce task:  net ShuffleFetch per remote worker ∥ local blocks (zero copy)
 //!                → cpu ReduceCompute (merge, window state, encode for the sink)
@@ -194,10 +195,17 @@ async fn execute(
             let (start_ms, end_ms) = job.clock().range_ms(task.batch);
             let reader = Arc::clone(source);
             let read = move || {
-                let mut raw = RawRecords::new();
-                let range = reader.read(start_ms, end_ms, &mut raw);
-                let bytes = raw.data.len() as u64;
-                Measured { value: (raw, range), bytes }
+                let (input, range) = match reader.read_decoded(start_ms, end_ms) {
+                    Some(Ok((rows, range))) => (StageInputData::Decoded(rows), Ok(range)),
+                    Some(Err(error)) => (StageInputData::Raw(RawRecords::new()), Err(error)),
+                    None => {
+                        let mut raw = RawRecords::new();
+                        let range = reader.read(start_ms, end_ms, &mut raw);
+                        (StageInputData::Raw(raw), range)
+                    }
+                };
+                let bytes = input_bytes(&input);
+                Measured { value: (input, range), bytes }
             };
             // A source partition is read front to back: batch b + 1 reads after b.
             if let Some(turn) = turn {
@@ -205,27 +213,27 @@ async fn execute(
             }
             let (result, range) = if read_pool.resource() == Resource::Cpu {
                 // Both on the cpu: one dispatch, two records.
-                let (result, records) =
-                    ctx.cpu
-                        .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |(raw, range)| {
-                            match range {
-                                Ok(range) => {
-                                    let computed = compute_input(StageInputData::Raw(raw));
-                                    Measured { value: (computed.value, Some(range)), bytes: computed.bytes }
-                                }
-                                Err(error) => Measured { value: (Err(WorkerError::from(error)), None), bytes: 0 },
+                let (result, [read_record, compute_record]) = ctx
+                    .cpu
+                    .run_chain(MonotaskKind::SourceRead, read, MonotaskKind::MapCompute, move |(input, range)| {
+                        match range {
+                            Ok(range) => {
+                                let computed = compute_input(input);
+                                Measured { value: (computed.value, Some(range)), bytes: computed.bytes }
                             }
-                        })
-                        .await;
-                monotasks.extend(records);
+                            Err(error) => Measured { value: (Err(WorkerError::from(error)), None), bytes: 0 },
+                        }
+                    })
+                    .await;
+                monotasks.push(read_record);
+                push_map_compute(monotasks, compute_record, &result.0);
                 result
             } else {
-                let ((raw, range), record) = read_pool.run(MonotaskKind::SourceRead, read).await;
+                let ((input, range), record) = read_pool.run(MonotaskKind::SourceRead, read).await;
                 monotasks.push(record);
                 let range = range?;
-                let (result, record) =
-                    ctx.cpu.run(MonotaskKind::MapCompute, move || compute_input(StageInputData::Raw(raw))).await;
-                monotasks.push(record);
+                let (result, record) = ctx.cpu.run(MonotaskKind::MapCompute, move || compute_input(input)).await;
+                push_map_compute(monotasks, record, &result);
                 (result, Some(range))
             };
             stats.source_range = range;
@@ -250,7 +258,7 @@ async fn execute(
             )))
         }
     };
-    let (output, writes) = result?;
+    let Computed { output, writes, .. } = result?;
     stats = TaskStats {
         source_range: stats.source_range,
         source_waiting: stats.source_waiting.take(),
@@ -385,11 +393,39 @@ fn window_latencies_ms(closed: &[ClosedWindow], visible_at_ms: &[Option<i64>]) -
     closed.iter().zip(visible_at_ms).filter_map(|(window, visible)| Some((*visible)? - window.window_end_ms)).collect()
 }
 
+/// Pushes a map task's compute record split where its decoding ended, as MonoSpark splits
+/// deserialization off its compute monotask: a `Decode` record for the decoder's time, with
+/// the input's bytes, then the `MapCompute` record for the rest. The two cover the time the
+/// one did; one record when nothing was decoded (decoded input, or a failed run). The clock
+/// read that ends the decoding and the one that starts the monotask are the same clock's.
+fn push_map_compute(
+    monotasks: &mut Vec<MonotaskRecord>,
+    record: MonotaskRecord,
+    result: &Result<Computed, WorkerError>,
+) {
+    let Some(decoded_at_us) = result.as_ref().ok().and_then(|computed| computed.decoded_at_us) else {
+        monotasks.push(record);
+        return;
+    };
+    let decoded_at_us = decoded_at_us.clamp(record.started_at_us, record.finished_at_us);
+    monotasks.push(MonotaskRecord { kind: MonotaskKind::Decode, finished_at_us: decoded_at_us, ..record });
+    monotasks.push(MonotaskRecord { queued_at_us: decoded_at_us, started_at_us: decoded_at_us, bytes: 0, ..record });
+}
+
 fn input_bytes(input: &StageInputData) -> u64 {
     match input {
         StageInputData::Raw(raw) => raw.data.len() as u64,
+        StageInputData::Decoded(rows) => rows.get_array_memory_size() as u64,
         StageInputData::Blocks(blocks) => blocks.iter().map(|block| block.get_array_memory_size() as u64).sum(),
     }
+}
+
+/// What a task's compute monotask produced, and how long its decoding took of it.
+struct Computed {
+    output: StageRunOutput,
+    writes: Writes,
+    /// When raw input had become rows; `None` for any other input.
+    decoded_at_us: Option<i64>,
 }
 
 fn compute(
@@ -397,8 +433,14 @@ fn compute(
     input: &StageInputData,
     batch: u64,
     sink: Option<&dyn Sink>,
-) -> Result<(StageRunOutput, Writes), WorkerError> {
-    let mut output = pipeline.lock().expect("pipeline lock").run(input, batch)?;
+) -> Result<Computed, WorkerError> {
+    let mut pipeline = pipeline.lock().expect("pipeline lock");
+    let rows = pipeline.decode(input)?;
+    // One clock read more per source task, none for others: the monotask's start is the
+    // decoding's, so its end is all it takes to split the two.
+    let decoded_at_us = matches!(input, StageInputData::Raw(_)).then(now_us);
+    let mut output = pipeline.run_rows(rows, batch)?;
+    drop(pipeline);
     let mut sink_bytes = Vec::new();
     let sink_rows = output.sink_rows.take();
     if let (Some(sink), Some(rows)) = (sink, &sink_rows) {
@@ -415,9 +457,9 @@ fn compute(
                 position: raw.position(letter.record_index),
             })
             .collect(),
-        StageInputData::Blocks(_) => Vec::new(),
+        StageInputData::Decoded(_) | StageInputData::Blocks(_) => Vec::new(),
     };
-    Ok((output, Writes { sink_rows, sink_bytes, dead_letters }))
+    Ok(Computed { output, writes: Writes { sink_rows, sink_bytes, dead_letters }, decoded_at_us })
 }
 
 /// Local blocks come straight from the store; remote ones are pulled, one net monotask per

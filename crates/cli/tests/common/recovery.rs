@@ -129,7 +129,13 @@ pub fn assert_no_row_twice(rows: &[sleet_connectors::sink::SinkRow]) {
 }
 
 pub fn assert_exact(job: &Job, dir: &Path) {
-    let spec = YsbSourceSpec { seed: SEED, rate_per_s: RATE, partitions: job.partitions, bad_fraction: 0.0 };
+    let spec = YsbSourceSpec {
+        seed: SEED,
+        rate_per_s: RATE,
+        partitions: job.partitions,
+        bad_fraction: 0.0,
+        pre_decoded: false,
+    };
     let expected = ground_truth(&spec, job.start_ms, job.end_ms);
     let rows = sleet_connectors::sink::read_ysb_sink(&dir.join("results")).expect("reading sink files");
     assert_no_row_twice(&rows);

@@ -1,0 +1,180 @@
+//! What the machine offers a benchmark run (`sleet_clarity::HostCapacity`): its cores, how
+//! busy the whole host was while the run was measured (`/proc/stat`), and how fast one core
+//! runs while every core is busy, from a calibration loop run before the cluster starts.
+//! The what-if model needs these because the monotask records see only the job's threads.
+
+use std::sync::{Arc, Barrier};
+
+use sleet_clarity::HostCapacity;
+
+/// Calibration rounds; the median of their ratios is the answer, so that one round that a
+/// neighbour's burst slowed does not set it.
+const CALIBRATION_ROUNDS: usize = 7;
+/// CPU time one calibration pass aims at: long enough to dwarf a clock read and a thread
+/// start, short enough that all rounds take a fraction of a second.
+const CALIBRATION_PASS_NS: u64 = 15_000_000;
+/// Each thread's working set: the size of a ysb map task's input at 300 000 events/s in
+/// 100 ms batches (30 000 events of about 260 bytes), so the loop meets the cache and the
+/// memory bus as decoding does, not only the arithmetic units.
+const CALIBRATION_BUFFER_WORDS: usize = 1 << 20;
+
+/// The cores the host schedules threads on; 1 if it cannot say.
+pub fn host_cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |cores| cores.get() as u32)
+}
+
+/// Busy and total time of all cores so far, in clock ticks (`/proc/stat`'s first line).
+#[derive(Debug, Clone, Copy)]
+pub struct HostTicks {
+    busy: u64,
+    total: u64,
+}
+
+impl HostTicks {
+    /// `None` where `/proc/stat` is missing or unreadable (not Linux).
+    pub fn now() -> Option<HostTicks> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        parse_cpu_line(stat.lines().next()?)
+    }
+
+    /// Mean busy cores from `self` to `later`, out of `cores`.
+    pub fn busy_cores_until(&self, later: &HostTicks, cores: u32) -> Option<f64> {
+        let total = later.total.checked_sub(self.total).filter(|&ticks| ticks > 0)?;
+        let busy = later.busy.saturating_sub(self.busy);
+        Some(busy as f64 / total as f64 * f64::from(cores))
+    }
+}
+
+/// `cpu  user nice system idle iowait irq softirq steal …`: busy is everything but idle and
+/// iowait. Steal (time the hypervisor gave the vCPU to someone else) counts as busy: it is
+/// load on the host that the job has to share.
+fn parse_cpu_line(line: &str) -> Option<HostTicks> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let ticks: Vec<u64> = fields.take(8).map(str::parse).collect::<Result<_, _>>().ok()?;
+    let [user, nice, system, idle, iowait, irq, softirq, steal] = ticks[..] else { return None };
+    let busy = user + nice + system + irq + softirq + steal;
+    Some(HostTicks { busy, total: busy + idle + iowait })
+}
+
+/// A measured run's host figures: the ticks at the start of the measured part, then the
+/// capacity once it ends.
+pub struct HostMeter {
+    cores: u32,
+    all_busy_core_speed: f64,
+    from: Option<HostTicks>,
+}
+
+impl HostMeter {
+    /// Calibrates the cores' speed now (before the cluster starts, so the loop runs on an
+    /// otherwise quiet host); `start` marks the measured part's start later.
+    pub fn calibrated() -> HostMeter {
+        let cores = host_cores();
+        HostMeter { cores, all_busy_core_speed: all_busy_core_speed(cores), from: None }
+    }
+
+    /// Marks the start of the measured part; later calls keep the first mark.
+    pub fn start(&mut self) {
+        if self.from.is_none() {
+            self.from = HostTicks::now();
+        }
+    }
+
+    /// The host's capacity from the mark to now; `None` without a mark or `/proc/stat`.
+    pub fn finish(&self) -> Option<HostCapacity> {
+        let busy_cores = self.from?.busy_cores_until(&HostTicks::now()?, self.cores)?;
+        Some(HostCapacity { cores: self.cores, busy_cores, all_busy_core_speed: self.all_busy_core_speed })
+    }
+}
+
+/// One core's speed with all `cores` running the calibration loop, relative to one running
+/// it alone: the median over rounds of (one alone's cpu time ÷ the mean cpu time of `cores`
+/// at once) for the same passes. Thread cpu time, not wall time, so that other load on the
+/// host (which `HostCapacity::busy_cores` counts) does not count twice.
+pub fn all_busy_core_speed(cores: u32) -> f64 {
+    if cores <= 1 {
+        return 1.0;
+    }
+    let passes = passes_for(CALIBRATION_PASS_NS);
+    let mut ratios: Vec<f64> = (0..CALIBRATION_ROUNDS)
+        .filter_map(|_| {
+            let alone = timed_passes(passes);
+            let together = run_together(cores as usize, passes);
+            let mean = together.iter().sum::<f64>() / together.len() as f64;
+            (alone > 0.0 && mean > 0.0).then(|| (alone / mean).min(1.0))
+        })
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied().unwrap_or(1.0)
+}
+
+/// The passes whose cpu time is about `target_ns` on one core alone.
+fn passes_for(target_ns: u64) -> u32 {
+    let one = timed_passes(1).max(1.0);
+    ((target_ns as f64 / one).round() as u32).max(1)
+}
+
+/// `cores` threads, released together, each running `passes`; their cpu times in ns.
+fn run_together(cores: usize, passes: u32) -> Vec<f64> {
+    let barrier = Arc::new(Barrier::new(cores));
+    let threads: Vec<_> = (0..cores)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                timed_passes(passes)
+            })
+        })
+        .collect();
+    threads.into_iter().filter_map(|thread| thread.join().ok()).collect()
+}
+
+/// Cpu time of this thread, in ns, for `passes` over a fresh buffer (allocated and touched
+/// before the clock starts).
+fn timed_passes(passes: u32) -> f64 {
+    let mut buffer: Vec<u64> = (0..CALIBRATION_BUFFER_WORDS as u64).collect();
+    let start = thread_cpu_ns();
+    let mut acc = 0u64;
+    for _ in 0..passes {
+        for word in buffer.iter_mut() {
+            *word = word.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ acc;
+            acc = acc.rotate_left(7) ^ *word;
+        }
+    }
+    std::hint::black_box(acc);
+    thread_cpu_ns() - start
+}
+
+fn thread_cpu_ns() -> f64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid timespec to write to; this clock exists on every Linux.
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(status, 0, "reading this thread's cpu clock");
+    now.tv_sec as f64 * 1e9 + now.tv_nsec as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_is_all_but_idle_and_iowait() {
+        let before = parse_cpu_line("cpu  100 0 50 1000 10 0 5 5 0 0").expect("parses");
+        let after = parse_cpu_line("cpu  250 0 100 1200 20 0 10 10 0 0").expect("parses");
+        // Busy 160 → 370 (+210) of total 1170 → 1590 (+420): half the time, on 2 cores.
+        let busy = before.busy_cores_until(&after, 2).expect("ticks passed");
+        assert!((busy - 1.0).abs() < 1e-12, "{busy}");
+        assert!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8").is_none(), "only the all-cores line");
+        assert!(parse_cpu_line("cpu  1 2 x 4 5 6 7 8").is_none());
+        assert!(before.busy_cores_until(&before, 2).is_none(), "no time passed");
+    }
+
+    #[test]
+    fn calibration_gives_a_speed_in_range() {
+        let speed = all_busy_core_speed(2);
+        assert!(speed > 0.0 && speed <= 1.0, "{speed}");
+        assert_eq!(all_busy_core_speed(1), 1.0);
+    }
+}
