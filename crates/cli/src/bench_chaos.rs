@@ -246,6 +246,7 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
         stopped_early: false,
         input: None,
         sink_rows: Some(rows),
+        sink_sightings: None,
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     let correct = report.correct == Some(true) && duplicates == 0;

@@ -319,6 +319,7 @@ async fn run_once(args: &BenchRecoveryArgs, index: u32, dir: &Path) -> Result<Ru
         stopped_early: false,
         input: None,
         sink_rows: None,
+        sink_sightings: None,
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     let points = latency_points(&summary);

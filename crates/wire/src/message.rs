@@ -297,6 +297,10 @@ pub struct TaskStats {
     /// checkpoint.
     #[serde(default)]
     pub snapshot: Option<PartitionSnapshot>,
+    /// For a source task whose source knows its events' times: how long they waited for the
+    /// batch to close (the first part of their end-to-end latency).
+    #[serde(default)]
+    pub event_wait: Option<sleet_clarity::EventWait>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -374,6 +378,10 @@ pub struct BatchRecord {
     #[serde(default)]
     pub results_visible_at_ms: i64,
     pub events_in: u64,
+    /// Its events' wait for its close, summed over the source tasks that measured it; `None`
+    /// when no source knew its events' times.
+    #[serde(default)]
+    pub event_wait: Option<sleet_clarity::EventWait>,
     pub dead_letters: u64,
     pub map_stage_ms: f64,
     pub reduce_stage_ms: f64,

@@ -150,9 +150,10 @@ async fn execute(
             let read_pool = ctx.pool(source.resource())?;
             let (start_ms, end_ms) = job.clock().range_ms(task.batch);
             let reader = Arc::clone(source);
+            // The wait travels with the range: the records themselves are consumed by compute.
             let read = move || {
                 let mut raw = RawRecords::new();
-                let range = reader.read(start_ms, end_ms, &mut raw);
+                let range = reader.read(start_ms, end_ms, &mut raw).map(|range| (range, raw.event_wait));
                 let bytes = raw.data.len() as u64;
                 Measured { value: (raw, range), bytes }
             };
@@ -185,7 +186,8 @@ async fn execute(
                 monotasks.push(record);
                 (result, Some(range))
             };
-            stats.source_range = range;
+            stats.source_range = range.map(|(range, _)| range);
+            stats.event_wait = range.and_then(|(_, wait)| wait);
             stats.source_waiting = source.waiting();
             result
         }
@@ -210,6 +212,7 @@ async fn execute(
     let (output, writes) = result?;
     stats = TaskStats {
         source_range: stats.source_range,
+        event_wait: stats.event_wait,
         source_waiting: stats.source_waiting.take(),
         ..task_stats(&output, writes.sink_rows)
     };
