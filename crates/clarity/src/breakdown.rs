@@ -35,8 +35,9 @@ pub struct StageSpan {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LatencyBreakdown {
     pub batch: u64,
-    /// The average event's wait for its batch to close: measured when event times are
-    /// known, otherwise half the interval (events spread uniformly over it).
+    /// The average event's wait for its batch to close: measured by the sources when they
+    /// know their events' times (`BatchSample::event_wait_us`), otherwise half the interval
+    /// (events spread uniformly over it).
     pub wait_for_close_us: i64,
     /// Batch closed → its first task runs (including waiting for the group).
     pub scheduling_us: i64,

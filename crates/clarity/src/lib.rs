@@ -44,7 +44,7 @@ pub use model::{
 };
 pub use percentile::{percentile, Distribution};
 pub use record::{MonotaskKind, MonotaskRecord, Resource};
-pub use sample::{BatchSample, ClusterShape, RunSamples, TaskSample};
+pub use sample::{BatchSample, ClusterShape, EventWait, RunSamples, TaskSample};
 pub use stragglers::{
     stragglers, Straggler, StragglerCause, StragglerReport, STRAGGLER_DURATION_MIN_US, STRAGGLER_FACTOR,
 };

@@ -247,6 +247,7 @@ async fn run_chaos_into(args: &BenchChaosArgs, dir: &Path, sink_topic: Option<&s
         input: None,
         sink_rows: Some(rows),
         host: None,
+        sink_sightings: None,
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     let correct = report.correct == Some(true) && duplicates == 0;

@@ -251,6 +251,7 @@ async fn run_with_topic(
         input: Some(ProducedInput { start_ms: produced.start_ms, end_ms: produced.end_ms, events: produced.events }),
         sink_rows,
         host: None,
+        sink_sightings: None,
     };
     let mut report = evaluate(&plan, &summary, &results_dir)?;
     let drain = drain_figures(&summary);

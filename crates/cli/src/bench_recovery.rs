@@ -320,6 +320,7 @@ async fn run_once(args: &BenchRecoveryArgs, index: u32, dir: &Path) -> Result<Ru
         input: None,
         sink_rows: None,
         host: None,
+        sink_sightings: None,
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     let points = latency_points(&summary);

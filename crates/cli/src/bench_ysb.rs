@@ -18,6 +18,7 @@ use crate::cluster::LocalCluster;
 use crate::duration_arg::show;
 use crate::host_capacity::HostMeter;
 use crate::interrupt::Interrupted;
+use crate::sink_watch::SinkWatch;
 use crate::ysb_input::InputKind;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags, YsbOptions};
 use crate::ysb_report::{evaluate, RunPlan, RunReport};
@@ -206,6 +207,19 @@ fn print_run(args: &BenchYsbArgs, report: &RunReport) {
         let reasons: Vec<&str> = reasons.iter().filter_map(|reason| reason.as_str()).collect();
         println!("  not stable: {}", reasons.join("; "));
     }
+    let check = &json["end_to_end_check"];
+    if let Some(median) = check["relative_difference"]["p50"].as_f64() {
+        println!(
+            "  breakdown vs measured end to end ({} batches): median {:+.1}%, |p99| {:.1}%, of means {:+.1}%; \
+             measured {}, committed {}",
+            check["batches_compared"],
+            median * 100.0,
+            check["relative_difference_abs"]["p99"].as_f64().map_or(f64::NAN, |p99| p99 * 100.0),
+            check["relative_difference_of_means"].as_f64().map_or(f64::NAN, |mean| mean * 100.0),
+            distribution(&check["measured_ms"]),
+            distribution(&check["committed_ms"]),
+        );
+    }
     if let Some(cpu) = json["cpu_breakdown"].as_object() {
         let parts: Vec<String> =
             cpu.iter().map(|(kind, share)| format!("{kind} {:.0}%", share.as_f64().unwrap_or(0.0) * 100.0)).collect();
@@ -318,6 +332,8 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     );
     // Calibrated before the cluster starts, while only this process runs on the host.
     let mut host = HostMeter::calibrated();
+    // Watching from before the cluster starts: a batch's rows must not be written unseen.
+    let watch = SinkWatch::start(&results_dir)?;
     let cluster =
         LocalCluster::start_limited(args.workers, args.cores_per_worker, &run_dir.join("logs"), &args.limits)?;
     let started = std::time::Instant::now();
@@ -352,6 +368,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     cluster.shutdown().await;
     crate::interrupt::check()?;
     let summary = summary?;
+    let sightings = watch.finish().context("watching the sink")?;
 
     let plan = RunPlan {
         spec: &spec,
@@ -379,6 +396,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         input: None,
         sink_rows: None,
         host,
+        sink_sightings: Some(sightings),
     };
     let report = evaluate(&plan, &summary, &results_dir)?;
     Ok(RunOutcome { report, last_status_events_per_s: last_status })

@@ -12,7 +12,8 @@ use sleet_wire::clock::BatchClock;
 use sleet_wire::{BatchRecord, JobSummary};
 
 use crate::batch_figures::{judge, lag_figures, sustained};
-use crate::clarity_report::clarity_section;
+use crate::breakdown_check::end_to_end_check;
+use crate::clarity_report::{clarity_section, measured_samples};
 use crate::ysb_check::{check_counts, window_latencies_ms};
 
 /// What one run is judged on, besides the summary and the sink.
@@ -29,6 +30,9 @@ pub struct RunPlan<'a> {
     /// The result rows when the caller has them already (a Kafka sink read back, or rows
     /// it checks itself); `None`: read from `results_dir`.
     pub sink_rows: Option<Vec<sleet_connectors::sink::SinkRow>>,
+    /// What a reader of the sink directory saw and when (`sink_watch`), for checking the
+    /// latency breakdown against an end to end measured without it; `None`: not watched.
+    pub sink_sightings: Option<crate::sink_watch::SinkSightings>,
     /// Whether the run was cut short on purpose (a search's probe that fell behind): its
     /// results are not checked, since batches past the cut never ran.
     pub stopped_early: bool,
@@ -146,8 +150,21 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "series": per_second_series(summary),
         "processed_per_wall_second": processed_per_wall_second(summary),
         "clarity": clarity_section(summary, warm_ms, plan.config["combine"].as_bool().unwrap_or(true), plan.host),
+        "end_to_end_check": end_to_end_section(plan, summary, &clock, warm_ms),
     });
     Ok(RunReport { json, correct, stable: stability.stable, events_per_s })
+}
+
+/// The breakdown of the measured batches against their end to end as a reader of the sink
+/// saw it (`breakdown_check`); `null` when the sink was not watched or the events came from
+/// outside the job (their times are not the generator's schedule then).
+fn end_to_end_section(plan: &RunPlan, summary: &JobSummary, clock: &BatchClock, warm_ms: i64) -> serde_json::Value {
+    let (Some(sightings), Some(samples), None) = (&plan.sink_sightings, &summary.samples, plan.input) else {
+        return serde_json::Value::Null;
+    };
+    let run = measured_samples(samples, warm_ms);
+    let breakdowns = sleet_clarity::breakdowns(&run.batches, &run.tasks, plan.batch_interval_ms);
+    json!(end_to_end_check(plan.spec, clock, &run.batches, &breakdowns, sightings))
 }
 
 /// Each compute kind's share of the CPU time the monotasks spent computing.

@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::{run_with_limit, sleet, test_dir};
 
 const DURATION_S: u64 = 6;
+const INTERVAL_US: i64 = 100_000;
 const BOTTLENECKS: [&str; 5] = ["cpu", "net", "disk", "coordination", "source"];
 
 struct Bench {
@@ -79,7 +80,7 @@ fn check_clarity(bench: &Bench) {
     assert!(per_batch.is_empty(), "tasks of batches without a batch sample: {:?}", per_batch.keys());
 
     // Per batch, the parts sum to the end-to-end latency within 5 %, and that latency is the
-    // sample's: half an interval of waiting plus close → finish.
+    // sample's: its events' measured wait for the close plus close → finish.
     let columns = analysis["breakdown"]["batches"].as_object().expect("breakdown columns");
     let column = |name: &str| -> Vec<i64> {
         columns[name]
@@ -106,11 +107,15 @@ fn check_clarity(bench: &Bench) {
         );
         let closed = batch["closed_at_us"].as_i64().expect("closed");
         let finished = batch["finished_at_us"].as_i64().expect("finished").max(closed);
-        assert_eq!(total, 50_000 + finished - closed, "end to end of batch {}", batch["batch"]);
+        let wait = batch["event_wait_us"].as_i64().unwrap_or_else(|| panic!("no measured wait: {batch}"));
+        assert!((0..=INTERVAL_US).contains(&wait), "batch {}: events waited {wait} µs", batch["batch"]);
+        assert_eq!(total, wait + finished - closed, "end to end of batch {}", batch["batch"]);
     }
     let names: Vec<&str> =
         analysis["breakdown"]["parts"].as_array().expect("parts").iter().filter_map(|p| p["part"].as_str()).collect();
     assert_eq!(names.last(), Some(&"end_to_end"));
+
+    check_end_to_end(bench);
 
     let stragglers = &analysis["stragglers"];
     let counted: u64 = stragglers["counts"].as_object().expect("counts").values().filter_map(|v| v.as_u64()).sum();
@@ -122,6 +127,25 @@ fn check_clarity(bench: &Bench) {
         let busy = number(&u["utilization_max"], "utilization_max");
         assert!((0.0..=1.05).contains(&busy), "utilization {busy} of {u}");
     }
+}
+
+/// The breakdown against the end to end a reader of the sink measured on its own: the
+/// sources' waits equal the generator's (to the µs, as both are means of the same event times)
+/// and the sums agree with the measurement. The bound is loose on purpose: the 5 % of issue 14
+/// is shown by the bench on an idle machine, while this test must not fail when the machine
+/// is shared; a breakdown that missed a part (the sink write, a report hop) would still fail it.
+fn check_end_to_end(bench: &Bench) {
+    let check = &bench.result["end_to_end_check"];
+    let compared = check["batches_compared"].as_u64().unwrap_or_else(|| panic!("no end-to-end check: {check}"));
+    assert!(compared >= 30, "{compared} batches compared: {check}");
+    assert_eq!(check["batches_without_event_wait"], 0, "{check}");
+    let wait_error = number(&check["event_wait_error_us"]["max"], "event wait error");
+    assert!(wait_error.abs() <= 1.0, "the sources' wait is {wait_error} µs off the generator's");
+    let median = number(&check["relative_difference"]["p50"], "median relative difference");
+    assert!(median.abs() <= 0.25, "breakdown vs measured end to end: median {median}: {}", check["measured_ms"]);
+    let committed = number(&check["committed_ms"]["p50"], "committed latency");
+    let measured = number(&check["measured_ms"]["p50"], "measured latency");
+    assert!(committed >= measured, "committed at {committed} ms before the rows were visible at {measured} ms");
 }
 
 #[test]

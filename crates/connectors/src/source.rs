@@ -32,7 +32,9 @@ pub trait Source: Send + Sync {
     /// Appends the records of the batch covering `[start_ms, end_ms)` to `out` and returns
     /// what it read. Reads of one partition come in batch order. An error is one that
     /// waiting cannot fix; a source outside the process waits out the rest (a broker
-    /// restarting) with empty batches and says so in `waiting`.
+    /// restarting) with empty batches and says so in `waiting`. A source that knows its
+    /// records' event times without decoding them adds their wait for `end_ms`, the batch's
+    /// close, to `out.event_wait` (one addition per record: this is the hot path).
     fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError>;
 
     /// The batch's records as rows the plan's decode operator would have made of them, for

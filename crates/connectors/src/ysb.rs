@@ -9,6 +9,7 @@ use std::sync::Arc;
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
+use sleet_clarity::EventWait;
 use sleet_exec::RawRecords;
 use sleet_plan::YsbSourceSpec;
 
@@ -217,16 +218,22 @@ impl YsbGenerator {
     }
 
     /// Appends every event of this partition scheduled in `[start_ms, end_ms)`; returns how many.
+    /// Adds their wait for `end_ms`, the batch's close, to `out.event_wait`: the event times
+    /// are at hand here, while the engine would have to decode every record to learn them.
     pub fn generate(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> u64 {
         let range = event_range(&self.spec, self.partition, start_ms, end_ms);
         let count = range.end - range.start;
         out.data.reserve(count as usize * 260);
         out.offsets.reserve(count as usize);
+        let mut time_sum_ms = 0i64;
         for k in range {
             let event = event(&self.spec, self.partition, k);
+            time_sum_ms = time_sum_ms.wrapping_add(event.event_time_ms);
             self.write_event(&event, k, &mut out.data);
             out.finish_record();
         }
+        let wait = EventWait::from_time_sum(end_ms, count, time_sum_ms);
+        out.event_wait = Some(out.event_wait.map_or(wait, |before| before.merge(wait)));
         count
     }
 
@@ -487,6 +494,18 @@ mod tests {
             }
         }
         assert!(malformed > 0 && wrong_type > 0 && oversized > 0);
+    }
+
+    #[test]
+    fn the_generator_measures_its_events_wait_for_the_batch_close() {
+        // 1 000 events/s: one event per ms, at 100..=109 ms for the batch [100, 110), which
+        // wait 10, 9, …, 1 ms for its close: 55 ms over 10 events.
+        let spec = spec(1_000, 1, 0.0);
+        let records = generate(&spec, 0, 100, 110);
+        assert_eq!(records.event_wait, Some(EventWait { events: 10, wait_sum_ms: 55 }));
+        assert_eq!(records.event_wait.and_then(|wait| wait.mean_us()), Some(5_500));
+        let empty = generate(&spec, 0, 100, 100);
+        assert_eq!(empty.event_wait.and_then(|wait| wait.mean_us()), None, "an empty batch measures nothing");
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub async fn run(
                                 Taken::Ignored => false,
                                 Taken::Counted => true,
                                 Taken::Completed(record) => {
-                                    completed = Some(record);
+                                    completed = Some(*record);
                                     true
                                 }
                             }

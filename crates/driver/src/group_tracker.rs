@@ -162,7 +162,7 @@ impl GroupTracker {
         let record = match self.batches.report(report, stats) {
             Taken::Ignored => return false,
             Taken::Counted => None,
-            Taken::Completed(record) => Some(record),
+            Taken::Completed(record) => Some(*record),
         };
         let group = report.group.and_then(|group| self.groups.get_mut(&group));
         let group = group.expect("a task the ledger waits for belongs to an open group");

@@ -63,7 +63,8 @@ pub fn task_sample(report: &TaskReport, stats: &TaskStats) -> TaskSample {
 /// its last task ended on its worker, not when the driver heard of it: status messages are
 /// batched (up to a second under group scheduling), and that delay is not a reader's latency,
 /// since the results were visible in the sink before. Its first task's start comes from the
-/// task samples, in µs; without any, from the record, in ms.
+/// task samples, in µs; without any, from the record, in ms. Its events' wait for the close is
+/// the events-weighted mean its sources measured, when they did.
 pub fn batch_sample(record: &BatchRecord, tasks: &[TaskSample], coordination_us: i64) -> BatchSample {
     BatchSample {
         batch: record.batch,
@@ -76,7 +77,7 @@ pub fn batch_sample(record: &BatchRecord, tasks: &[TaskSample], coordination_us:
         finished_at_us: record.finished_at_us,
         coordination_us,
         events: record.events_in,
-        event_wait_us: None,
+        event_wait_us: record.event_wait.and_then(|wait| wait.mean_us()),
     }
 }
 
@@ -177,7 +178,7 @@ impl SampleLog {
 
 #[cfg(test)]
 mod tests {
-    use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+    use sleet_clarity::{EventWait, MonotaskKind, MonotaskRecord, Resource};
     use sleet_plan::StageId;
     use sleet_wire::{TaskId, TaskOutcome};
 
@@ -215,6 +216,7 @@ mod tests {
             launched_at_ms: 1_000 + 100 * batch as i64,
             finished_at_us: 1_000_000 + 100_000 * batch as i64 + 30_000,
             events_in: 500,
+            event_wait: Some(EventWait { events: 500, wait_sum_ms: 25_001 }),
             ..BatchRecord::default()
         }
     }
@@ -266,10 +268,12 @@ mod tests {
             finished_at_us: 1_030_000,
             coordination_us: 250,
             events: 500,
-            event_wait_us: None,
+            event_wait_us: Some(50_002),
         };
         assert_eq!(got, expected);
         assert_eq!(batch_sample(&record(0, None), &[], 0).first_task_started_at_us, 1_000_000, "from the record");
+        let unmeasured = BatchRecord { event_wait: None, ..record(0, None) };
+        assert_eq!(batch_sample(&unmeasured, &[], 0).event_wait_us, None, "no source knew its events' times");
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! Undecoded records as a source delivers them: one contiguous byte buffer plus offsets.
 
+use sleet_clarity::EventWait;
+
 /// Record `i` is `data[offsets[i]..offsets[i + 1]]`. One allocation per batch, not per record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RawRecords {
@@ -9,17 +11,20 @@ pub struct RawRecords {
     /// Where record `i` came from in its source (a Kafka offset, a file's byte position),
     /// for dead letters; empty when the source has no such thing (generators).
     pub positions: Vec<i64>,
+    /// The records' wait for their batch to close, when the source knows their event times
+    /// without decoding them (a generator); `None` otherwise. Filled by `Source::read`.
+    pub event_wait: Option<EventWait>,
 }
 
 impl RawRecords {
     pub fn new() -> Self {
-        RawRecords { data: Vec::new(), offsets: vec![0], positions: Vec::new() }
+        RawRecords { data: Vec::new(), offsets: vec![0], positions: Vec::new(), event_wait: None }
     }
 
     pub fn with_capacity(records: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(records + 1);
         offsets.push(0);
-        RawRecords { data: Vec::with_capacity(bytes), offsets, positions: Vec::new() }
+        RawRecords { data: Vec::with_capacity(bytes), offsets, positions: Vec::new(), event_wait: None }
     }
 
     pub fn len(&self) -> usize {

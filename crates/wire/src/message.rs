@@ -329,6 +329,10 @@ pub struct TaskStats {
     /// recovery can reuse it instead of running the task again.
     #[serde(default)]
     pub retained: bool,
+    /// For a source task whose source knows its events' times: how long they waited for the
+    /// batch to close (the first part of their end-to-end latency).
+    #[serde(default)]
+    pub event_wait: Option<sleet_clarity::EventWait>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -406,6 +410,10 @@ pub struct BatchRecord {
     #[serde(default)]
     pub results_visible_at_ms: i64,
     pub events_in: u64,
+    /// Its events' wait for its close, summed over the source tasks that measured it; `None`
+    /// when no source knew its events' times.
+    #[serde(default)]
+    pub event_wait: Option<sleet_clarity::EventWait>,
     pub dead_letters: u64,
     pub map_stage_ms: f64,
     pub reduce_stage_ms: f64,

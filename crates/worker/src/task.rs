@@ -194,13 +194,14 @@ async fn execute(
             let read_pool = ctx.pool(source.resource())?;
             let (start_ms, end_ms) = job.clock().range_ms(task.batch);
             let reader = Arc::clone(source);
+            // The wait travels with the range: the records themselves are consumed by compute.
             let read = move || {
                 let (input, range) = match reader.read_decoded(start_ms, end_ms) {
-                    Some(Ok((rows, range))) => (StageInputData::Decoded(rows), Ok(range)),
+                    Some(Ok((rows, range))) => (StageInputData::Decoded(rows), Ok((range, None))),
                     Some(Err(error)) => (StageInputData::Raw(RawRecords::new()), Err(error)),
                     None => {
                         let mut raw = RawRecords::new();
-                        let range = reader.read(start_ms, end_ms, &mut raw);
+                        let range = reader.read(start_ms, end_ms, &mut raw).map(|range| (range, raw.event_wait));
                         (StageInputData::Raw(raw), range)
                     }
                 };
@@ -236,7 +237,8 @@ async fn execute(
                 push_map_compute(monotasks, record, &result);
                 (result, Some(range))
             };
-            stats.source_range = range;
+            stats.source_range = range.map(|(range, _)| range);
+            stats.event_wait = range.and_then(|(_, wait)| wait);
             stats.source_waiting = source.waiting();
             result
         }
@@ -261,6 +263,7 @@ async fn execute(
     let Computed { output, writes, .. } = result?;
     stats = TaskStats {
         source_range: stats.source_range,
+        event_wait: stats.event_wait,
         source_waiting: stats.source_waiting.take(),
         ..task_stats(&output, writes.sink_rows)
     };
