@@ -7,11 +7,11 @@
 //! directory synced, so a reader sees either nothing or the whole object, even after a
 //! crash in the middle of the write.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::ConnectorError;
+use crate::files::{replace_file, Durability, TEMPORARY_SUFFIX};
 
 pub trait CheckpointStore: Send + Sync {
     /// Stores `bytes` under `name` (`/`-separated), replacing what was there; returns the
@@ -56,15 +56,7 @@ impl DirectoryStore {
 impl CheckpointStore for DirectoryStore {
     fn put(&self, name: &str, bytes: &[u8]) -> Result<String, ConnectorError> {
         let path = self.path(name);
-        let dir = path.parent().unwrap_or(&self.root).to_path_buf();
-        fs::create_dir_all(&dir).map_err(ConnectorError::io("creating checkpoint directory", &dir))?;
-        let temporary = temporary_name(&path);
-        let mut file = File::create(&temporary).map_err(ConnectorError::io("creating checkpoint file", &temporary))?;
-        file.write_all(bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(ConnectorError::io("writing checkpoint file", &temporary))?;
-        fs::rename(&temporary, &path).map_err(ConnectorError::io("renaming checkpoint file into place", &path))?;
-        sync_directory(&dir)?;
+        replace_file(&path, bytes, Durability::HostCrash, "writing checkpoint file")?;
         Ok(path.to_string_lossy().into_owned())
     }
 
@@ -102,21 +94,6 @@ impl CheckpointStore for DirectoryStore {
             Err(error) => Err(ConnectorError::io("deleting checkpoint files", &path)(error)),
         }
     }
-}
-
-const TEMPORARY_SUFFIX: &str = ".partial";
-
-fn temporary_name(path: &Path) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(format!(".{}{TEMPORARY_SUFFIX}", std::process::id()));
-    PathBuf::from(name)
-}
-
-/// Makes a rename durable: the new directory entry is on disk, not only the file's bytes.
-fn sync_directory(dir: &Path) -> Result<(), ConnectorError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(ConnectorError::io("syncing checkpoint directory", dir))
 }
 
 #[cfg(test)]

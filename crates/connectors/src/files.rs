@@ -1,9 +1,68 @@
 //! Reading back the JSON-lines files a connector wrote.
 
 use std::fs;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::ConnectorError;
+
+/// What a replaced file must survive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// A killed process: the page cache keeps what was written, so the rename is enough.
+    ProcessCrash,
+    /// A lost host: the file is synced before the rename and its directory after it.
+    HostCrash,
+}
+
+/// The suffix of a replacement still being written: not a file of its directory yet.
+pub const TEMPORARY_SUFFIX: &str = ".partial";
+
+/// Replaces `path` with `bytes`, whole: a reader finds the old file or the new one, never a
+/// part of either. The bytes go to a temporary file named for this process (two writers of
+/// one directory by mistake never rename each other's half-written file), which is then
+/// renamed over `path`. `action` names the write in an error.
+pub fn replace_file(
+    path: &Path,
+    bytes: &[u8],
+    durability: Durability,
+    action: &'static str,
+) -> Result<(), ConnectorError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(ConnectorError::io(action, dir))?;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}{TEMPORARY_SUFFIX}", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    fs::File::create(&temporary)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            if durability == Durability::HostCrash {
+                file.sync_all()?;
+            }
+            Ok(())
+        })
+        .map_err(ConnectorError::io(action, &temporary))?;
+    fs::rename(&temporary, path).map_err(ConnectorError::io(action, path))?;
+    if durability == Durability::HostCrash {
+        fs::File::open(dir).and_then(|handle| handle.sync_all()).map_err(ConnectorError::io(action, dir))?;
+    }
+    Ok(())
+}
+
+/// The JSON document at `path` as a `T`; `None` when there is no file. `what` names the
+/// document in the error for one that does not parse.
+pub fn read_json_file<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> Result<Option<T>, ConnectorError> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) => return Err(ConnectorError::io("reading", path)(error)),
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|error| ConnectorError::Format {
+        path: path.to_path_buf(),
+        line: error.line(),
+        reason: format!("not {what}: {error}"),
+    })
+}
 
 /// Files in `dir` whose names start with `prefix`, sorted by name; a missing directory has none.
 pub fn list_files(dir: &Path, prefix: &str, action: &'static str) -> Result<Vec<PathBuf>, ConnectorError> {

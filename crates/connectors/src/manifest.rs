@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ConnectorError;
+use crate::files::{read_json_file, replace_file, Durability};
 
 pub const MANIFEST_FILE: &str = "_manifest.json";
 
@@ -69,35 +70,14 @@ impl CommitManifest {
 /// synced: the rows it admits are in the OS's cache and not synced either, so the manifest
 /// guards against a lost process, as they do; the job's end syncs both.
 pub fn write_manifest(dir: &Path, manifest: &CommitManifest) -> Result<(), ConnectorError> {
-    fs::create_dir_all(dir).map_err(ConnectorError::io("creating sink directory", dir))?;
-    let path = dir.join(MANIFEST_FILE);
-    // Named for this process: two writers of one directory (two jobs pointed at it by
-    // mistake) must not rename each other's half-written file.
-    let temporary = dir.join(format!("{MANIFEST_FILE}.{}.tmp", std::process::id()));
     let text = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
-    fs::write(&temporary, text).map_err(ConnectorError::io("writing commit manifest", &temporary))?;
-    if manifest.finished {
-        fs::File::open(&temporary)
-            .and_then(|file| file.sync_all())
-            .map_err(ConnectorError::io("syncing commit manifest", &temporary))?;
-    }
-    fs::rename(&temporary, &path).map_err(ConnectorError::io("publishing commit manifest", &path))
+    let durability = if manifest.finished { Durability::HostCrash } else { Durability::ProcessCrash };
+    replace_file(&dir.join(MANIFEST_FILE), &text, durability, "publishing commit manifest")
 }
 
 /// The manifest of `dir`; `None` when it has none (nothing was ever committed there).
 pub fn read_manifest(dir: &Path) -> Result<Option<CommitManifest>, ConnectorError> {
-    let path = dir.join(MANIFEST_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(ConnectorError::io("reading commit manifest", &path)(error)),
-    };
-    let manifest = serde_json::from_slice(&bytes).map_err(|error| ConnectorError::Format {
-        path: path.clone(),
-        line: error.line(),
-        reason: format!("not a commit manifest: {error}"),
-    })?;
-    Ok(Some(manifest))
+    read_json_file(&dir.join(MANIFEST_FILE), "a commit manifest")
 }
 
 /// The attempt an output file belongs to, from its name (`files::attempt_file_name`):

@@ -1,8 +1,8 @@
 //! The driver's state directory: the running job as a restarted driver needs it to resume
-//! (DESIGN §6, driver restart). Two files, each replaced atomically (temporary file, fsync,
-//! rename, directory fsync) and removed when the job ends: `job.json` at every attempt's
-//! start, `figures.json` at every attempt's start, before every checkpoint record and at most
-//! every `FIGURES_SAVE_INTERVAL_MS` between.
+//! (DESIGN §6, driver restart). Two files, each replaced whole (`files::replace_file`) and
+//! removed when the job ends: `job.json` at every attempt's start (synced), `figures.json` at
+//! every attempt's start, before every checkpoint record and at most every
+//! `FIGURES_SAVE_INTERVAL_MS` between (not synced, as the commit manifest).
 //!
 //! ```text
 //!  state dir/job.json ─┐  the job file as resolved, its clock, the last attempt started,
@@ -20,11 +20,11 @@
 //! nothing else keeps: the job itself and the attempt numbers and ids already spent, so the
 //! resumed attempt writes files and snapshots no earlier attempt can have written.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use sleet_connectors::files::{read_json_file, replace_file, Durability};
 use sleet_connectors::manifest::{CommitManifest, CommittedSegment};
 use sleet_plan::JobFile;
 use sleet_wire::clock::BatchClock;
@@ -172,29 +172,25 @@ impl StateDir {
         self.dir.join(STATE_FILE)
     }
 
-    /// Replaces the saved job durably: a crash leaves the old file or the new, whole.
+    /// Replaces the saved job, synced: it is written once per attempt, and a lost host
+    /// must not leave a job file behind the attempts it names.
     pub fn save(&self, saved: &SavedJob) -> Result<(), DriverError> {
-        self.replace(STATE_FILE, &serde_json::to_vec_pretty(saved).expect("a saved job serializes"))
+        let bytes = serde_json::to_vec_pretty(saved).expect("a saved job serializes");
+        self.replace(STATE_FILE, &bytes, Durability::HostCrash)
     }
 
-    /// Replaces the saved figures durably, as `save` does the job.
+    /// Replaces the saved figures, not synced: they are saved every 100 ms on the driver's
+    /// one thread, and like the commit manifest they guard against a lost process, whose
+    /// writes the page cache keeps.
     pub fn save_figures(&self, figures: &SavedFigures) -> Result<(), DriverError> {
-        self.replace(FIGURES_FILE, &serde_json::to_vec(figures).expect("figures serialize"))
+        let bytes = serde_json::to_vec(figures).expect("figures serialize");
+        self.replace(FIGURES_FILE, &bytes, Durability::ProcessCrash)
     }
 
-    fn replace(&self, name: &str, bytes: &[u8]) -> Result<(), DriverError> {
+    fn replace(&self, name: &str, bytes: &[u8], durability: Durability) -> Result<(), DriverError> {
         let path = self.dir.join(name);
-        let failed = |action: &str, error: std::io::Error| DriverError::State {
-            path: path.clone(),
-            reason: format!("{action}: {error}"),
-        };
-        fs::create_dir_all(&self.dir).map_err(|error| failed("creating the state directory", error))?;
-        let temporary = self.dir.join(format!("{name}.{}.partial", std::process::id()));
-        File::create(&temporary)
-            .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-            .map_err(|error| failed("writing", error))?;
-        fs::rename(&temporary, &path).map_err(|error| failed("renaming into place", error))?;
-        File::open(&self.dir).and_then(|dir| dir.sync_all()).map_err(|error| failed("syncing the directory", error))
+        replace_file(&path, bytes, durability, "saving the driver's state")
+            .map_err(|error| DriverError::State { path, reason: sleet_wire::error_chain(&error) })
     }
 
     /// The saved job, if a job was running; a file that does not parse is an error that
@@ -210,14 +206,12 @@ impl StateDir {
 
     fn read<T: serde::de::DeserializeOwned>(&self, name: &str, what: &str) -> Result<Option<T>, DriverError> {
         let path = self.dir.join(name);
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(error) => return Err(DriverError::State { path, reason: format!("reading: {error}") }),
-        };
-        serde_json::from_slice(&bytes).map(Some).map_err(|error| DriverError::State {
-            path: path.clone(),
-            reason: format!("not {what} ({error}); fix it, or remove the state directory to start without the job"),
+        read_json_file(&path, what).map_err(|error| DriverError::State {
+            reason: format!(
+                "{}; fix it, or remove the state directory to start without the job",
+                sleet_wire::error_chain(&error)
+            ),
+            path,
         })
     }
 
@@ -241,14 +235,8 @@ impl StateDir {
 /// The latest checkpoint record of `job` under `checkpoint_dir`, if it has one.
 pub fn read_checkpoint(checkpoint_dir: &Path, job: JobId) -> Result<Option<CheckpointRecord>, DriverError> {
     let path = checkpoint_dir.join(crate::checkpoints::record_name(job));
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(error) => return Err(DriverError::State { path, reason: format!("reading: {error}") }),
-    };
-    serde_json::from_slice(&bytes)
-        .map(Some)
-        .map_err(|error| DriverError::State { path, reason: format!("not a checkpoint record ({error})") })
+    read_json_file(&path, "a checkpoint record")
+        .map_err(|error| DriverError::State { reason: sleet_wire::error_chain(&error), path })
 }
 
 #[cfg(test)]
