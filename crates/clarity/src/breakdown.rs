@@ -77,8 +77,8 @@ impl LatencyBreakdown {
     fn add(&mut self, kind: MonotaskKind, us: i64) {
         let part = match kind {
             MonotaskKind::SourceRead => &mut self.source_read_us,
-            // Decoding is the first part of the map's compute; the breakdown keeps them as one.
-            MonotaskKind::MapCompute | MonotaskKind::Decode => &mut self.map_compute_us,
+            // Decoding and combining are parts of the map's compute; the breakdown keeps them as one.
+            MonotaskKind::MapCompute | MonotaskKind::Decode | MonotaskKind::Combine => &mut self.map_compute_us,
             MonotaskKind::ShuffleFetch => &mut self.shuffle_fetch_us,
             MonotaskKind::ReduceCompute => &mut self.reduce_compute_us,
             MonotaskKind::SinkWrite => &mut self.sink_write_us,

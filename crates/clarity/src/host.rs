@@ -37,6 +37,12 @@ pub struct HostCapacity {
     /// the cores share something: a memory bus, a cache, a physical core under a VM's two
     /// vCPUs, a power budget.
     pub all_busy_core_speed: f64,
+    /// Bytes/s one TCP connection between two of the host's processes carried for a large
+    /// transfer (calibrated before the run): the link a shuffle between workers on this host
+    /// crosses. A run's own fetches are often too small to show it (their time is mostly
+    /// round trip). `None` in older results.
+    #[serde(default)]
+    pub link_bytes_per_s: Option<f64>,
 }
 
 impl HostCapacity {
@@ -90,7 +96,7 @@ mod tests {
     use crate::record::MonotaskKind;
 
     fn host(cores: u32, busy_cores: f64, all_busy_core_speed: f64) -> HostCapacity {
-        HostCapacity { cores, busy_cores, all_busy_core_speed }
+        HostCapacity { cores, busy_cores, all_busy_core_speed, link_bytes_per_s: None }
     }
 
     fn check(host: HostCapacity, job_cores: f64, other_cores: f64, expected: f64) {

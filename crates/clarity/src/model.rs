@@ -257,11 +257,28 @@ pub fn untasked_us(batch: &BatchSample, task_spans: &[(i64, i64)]) -> i64 {
     ((end - start) - covered).max(0)
 }
 
-/// Mean over the run's batches of `untasked_us`.
-pub fn untasked_mean_us(run: &RunSamples) -> f64 {
-    let spans = task_spans_by_batch(run);
-    let none = Vec::new();
-    mean(run.batches.iter().map(|batch| untasked_us(batch, spans.get(&batch.batch).unwrap_or(&none)) as f64))
+/// Mean over the run's batches of the cpu time the busiest worker spent on each stage beyond
+/// the workers' mean, per core, summed over the stages: the part of a batch's time that
+/// uneven work adds to the ideal, which the ideal-time model assumes away. It grows and
+/// shrinks with the work (a worker with a larger share keeps that share); the rest of what
+/// the model does not explain (task launch, hand-offs between monotasks, reports) does not.
+pub fn cpu_skew_mean_us(run: &RunSamples) -> f64 {
+    let workers = run.shape.workers.max(1) as usize;
+    let cores_per_worker = f64::from(run.shape.cores_per_worker.max(1));
+    let mut by_batch_stage: BTreeMap<(u64, u32), BTreeMap<u32, f64>> = BTreeMap::new();
+    for task in &run.tasks {
+        let cpu_us: i64 = task.monotasks_on(Resource::Cpu).map(|monotask| monotask.run_us().max(0)).sum();
+        *by_batch_stage.entry((task.batch, task.stage)).or_default().entry(task.worker).or_default() +=
+            cpu_us as f64 / cores_per_worker;
+    }
+    let mut by_batch: BTreeMap<u64, f64> = BTreeMap::new();
+    for ((batch, _), per_worker) in by_batch_stage {
+        let busiest = per_worker.values().copied().fold(0.0, f64::max);
+        // Workers without a task of the stage count as idle ones.
+        let mean = per_worker.values().sum::<f64>() / workers.max(per_worker.len()) as f64;
+        *by_batch.entry(batch).or_default() += busiest - mean;
+    }
+    mean(run.batches.iter().map(|batch| by_batch.get(&batch.batch).copied().unwrap_or(0.0)))
 }
 
 /// What a monotask adds to its cell before scaling: run time for the CPU, bytes otherwise.

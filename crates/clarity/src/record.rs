@@ -42,11 +42,15 @@ pub enum MonotaskKind {
     /// "input already decoded" what-if can take it away. Last, so that the other kinds keep
     /// their discriminants.
     Decode,
+    /// Map-side combine: fold a map task's rows into one partial aggregate per key before the
+    /// shuffle, recorded apart from the rest of map compute so that the "combine off" what-if
+    /// knows the aggregation work it would move to the reduce side.
+    Combine,
 }
 
 impl MonotaskKind {
     /// Every kind, in declaration order (the order of their discriminants).
-    pub const ALL: [MonotaskKind; 8] = [
+    pub const ALL: [MonotaskKind; 9] = [
         MonotaskKind::SourceRead,
         MonotaskKind::MapCompute,
         MonotaskKind::ShuffleFetch,
@@ -55,6 +59,7 @@ impl MonotaskKind {
         MonotaskKind::StateSnapshot,
         MonotaskKind::CheckpointWrite,
         MonotaskKind::Decode,
+        MonotaskKind::Combine,
     ];
 }
 

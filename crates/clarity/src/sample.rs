@@ -147,7 +147,17 @@ impl RunSamples {
     /// Whether the records time decoding apart from the rest of map compute: workers do
     /// since `MonotaskKind::Decode` exists; older results hold none.
     pub fn records_decoding(&self) -> bool {
-        self.tasks.iter().flat_map(|task| &task.monotasks).any(|monotask| monotask.kind == MonotaskKind::Decode)
+        self.records_kind(MonotaskKind::Decode)
+    }
+
+    /// Whether the records time the map-side combine apart (`MonotaskKind::Combine`), which
+    /// workers do since it exists, in runs that combine.
+    pub fn records_combining(&self) -> bool {
+        self.records_kind(MonotaskKind::Combine)
+    }
+
+    fn records_kind(&self, kind: MonotaskKind) -> bool {
+        self.tasks.iter().flat_map(|task| &task.monotasks).any(|monotask| monotask.kind == kind)
     }
 }
 

@@ -9,6 +9,7 @@
 //! run once per repeat.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -29,6 +30,14 @@ pub struct BenchWhatifArgs {
     /// interval, disk, net, pre-decoded [default: all].
     #[arg(long, value_delimiter = ',')]
     pub scenarios: Vec<String>,
+    /// Also keep each run's whole result (its records included) in this directory, one file
+    /// per run, so a later `--from-runs` can check a changed model against the same runs.
+    #[arg(long)]
+    pub save_runs: Option<PathBuf>,
+    /// Run nothing: predict again from the runs a `--save-runs` kept here and compare with
+    /// them. The table then checks the current model against those measurements.
+    #[arg(long, conflicts_with = "save_runs")]
+    pub from_runs: Option<PathBuf>,
     #[command(flatten)]
     pub output: crate::run_dir::BenchOutputArgs,
 }
@@ -121,7 +130,7 @@ struct RunFigures {
     measured_us: f64,
 }
 
-async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir: &std::path::Path) -> Result<bool> {
+async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir: &Path) -> Result<bool> {
     // Every distinct configuration runs `repeats` times, in rounds, so that a slow spell of
     // the machine spreads over the configurations instead of falling on one.
     let mut configurations: Vec<&str> = Vec::new();
@@ -136,12 +145,25 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
     let total = configurations.len() as u32 * args.runs.repeats;
     let mut done = 0;
     for repeat in 1..=args.runs.repeats {
-        for flags in &configurations {
+        for (index, flags) in configurations.iter().enumerate() {
             done += 1;
             let flags_with_length = args.runs.with_length(flags);
-            eprintln!("bench whatif: run {done} of {total} (repeat {repeat}): ysb {}", flags_with_length.join(" "));
-            let result = run_ysb(&flags_with_length, run_dir).await?;
-            crate::interrupt::check()?;
+            let saved_name = format!("configuration-{index}-repeat-{repeat}.json");
+            let result = match &args.from_runs {
+                Some(dir) => load_run(&dir.join(&saved_name), &flags_with_length)?,
+                None => {
+                    eprintln!(
+                        "bench whatif: run {done} of {total} (repeat {repeat}): ysb {}",
+                        flags_with_length.join(" ")
+                    );
+                    let result = run_ysb(&flags_with_length, run_dir).await?;
+                    crate::interrupt::check()?;
+                    if let Some(dir) = &args.save_runs {
+                        save_run(&dir.join(&saved_name), &flags_with_length, &result)?;
+                    }
+                    result
+                }
+            };
             let measured_us = result["clarity"]["analysis"]["model"]["measured_us"]
                 .as_f64()
                 .context("the run's result holds no measured batch time")?;
@@ -213,6 +235,7 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             "engine": "sleet",
             "version": env!("CARGO_PKG_VERSION"),
             "config": args.runs.config_json(),
+            "runs_from": args.from_runs.as_ref().map(|dir| dir.display().to_string()),
             "target_error": TARGET_ERROR,
             "definition": "batch time: mean processing time per batch after the warm-up (close or first task, \
                            whichever is later, to the last task's end); predicted from each baseline run's \
@@ -225,10 +248,51 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
     Ok(all_within)
 }
 
+/// A kept run: its flags and its whole result.
+fn save_run(path: &Path, flags: &[String], result: &serde_json::Value) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let kept = json!({ "flags": flags, "result": result });
+    std::fs::write(path, serde_json::to_vec(&kept)?).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A run `save_run` kept, refused when it ran with other flags than the scenario now asks
+/// for (the scenarios, or their order, changed since).
+fn load_run(path: &Path, flags: &[String]) -> Result<serde_json::Value> {
+    let text = std::fs::read(path).with_context(|| format!("reading the kept run {}", path.display()))?;
+    let mut kept: serde_json::Value =
+        serde_json::from_slice(&text).with_context(|| format!("{} is not a kept run", path.display()))?;
+    let kept_flags: Vec<String> =
+        serde_json::from_value(kept["flags"].take()).with_context(|| format!("{}: no `flags` list", path.display()))?;
+    anyhow::ensure!(
+        kept_flags == flags,
+        "{} ran `{}`, but this configuration is `{}`: keep the same --scenarios, --repeats, --duration and \
+         --warmup as the run that saved it",
+        path.display(),
+        kept_flags.join(" "),
+        flags.join(" ")
+    );
+    Ok(kept["result"].take())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ysb_case::split_flags;
+
+    #[test]
+    fn a_kept_run_comes_back_only_for_the_flags_it_ran_with() {
+        let dir = std::env::temp_dir().join(format!("sleet-whatif-kept-{}", std::process::id()));
+        let path = dir.join("configuration-0-repeat-1.json");
+        let flags = split_flags("--workers 2 --rate 1000");
+        let result = json!({ "clarity": { "analysis": { "model": { "measured_us": 1234.5 } } } });
+        save_run(&path, &flags, &result).expect("saved");
+        assert_eq!(load_run(&path, &flags).expect("loaded"), result);
+        let error = load_run(&path, &split_flags("--workers 1 --rate 1000")).expect_err("other flags");
+        assert!(error.to_string().contains("ran `--workers 2 --rate 1000`"), "{error}");
+        std::fs::remove_dir_all(&dir).expect("cleaned up");
+    }
 
     #[test]
     fn every_scenario_parses() {

@@ -1,11 +1,18 @@
 //! What the machine offers a benchmark run (`sleet_clarity::HostCapacity`): its cores, how
 //! busy the whole host was while the run was measured (`/proc/stat`), and how fast one core
-//! runs while every core is busy, from a calibration loop run before the cluster starts.
+//! runs while every core is busy, from a calibration loop (decoding ysb events) run before
+//! the cluster starts.
 //! The what-if model needs these because the monotask records see only the job's threads.
 
 use std::sync::{Arc, Barrier};
 
 use sleet_clarity::HostCapacity;
+use sleet_connectors::ysb::{event_schema, YsbGenerator};
+use sleet_exec::json::JsonDecoder;
+use sleet_exec::RawRecords;
+use sleet_plan::YsbSourceSpec;
+
+use crate::ysb_job::YSB_RECORD_BYTES_MAX;
 
 /// Calibration rounds; the median of their ratios is the answer, so that one round that a
 /// neighbour's burst slowed does not set it.
@@ -13,10 +20,9 @@ const CALIBRATION_ROUNDS: usize = 7;
 /// CPU time one calibration pass aims at: long enough to dwarf a clock read and a thread
 /// start, short enough that all rounds take a fraction of a second.
 const CALIBRATION_PASS_NS: u64 = 15_000_000;
-/// Each thread's working set: the size of a ysb map task's input at 300 000 events/s in
-/// 100 ms batches (30 000 events of about 260 bytes), so the loop meets the cache and the
-/// memory bus as decoding does, not only the arithmetic units.
-const CALIBRATION_BUFFER_WORDS: usize = 1 << 20;
+/// Events each calibration thread decodes per pass: a third of a ysb map task's input at
+/// 300 000 events/s in 100 ms batches, so a pass meets the caches as a task's decoding does.
+const CALIBRATION_EVENTS: u64 = 10_000;
 
 /// The cores the host schedules threads on; 1 if it cannot say.
 pub fn host_cores() -> u32 {
@@ -64,6 +70,7 @@ fn parse_cpu_line(line: &str) -> Option<HostTicks> {
 pub struct HostMeter {
     cores: u32,
     all_busy_core_speed: f64,
+    link_bytes_per_s: Option<f64>,
     from: Option<HostTicks>,
 }
 
@@ -72,7 +79,12 @@ impl HostMeter {
     /// otherwise quiet host); `start` marks the measured part's start later.
     pub fn calibrated() -> HostMeter {
         let cores = host_cores();
-        HostMeter { cores, all_busy_core_speed: all_busy_core_speed(cores), from: None }
+        HostMeter {
+            cores,
+            all_busy_core_speed: all_busy_core_speed(cores),
+            link_bytes_per_s: loopback_link_bytes_per_s(),
+            from: None,
+        }
     }
 
     /// Marks the start of the measured part; later calls keep the first mark.
@@ -85,8 +97,56 @@ impl HostMeter {
     /// The host's capacity from the mark to now; `None` without a mark or `/proc/stat`.
     pub fn finish(&self) -> Option<HostCapacity> {
         let busy_cores = self.from?.busy_cores_until(&HostTicks::now()?, self.cores)?;
-        Some(HostCapacity { cores: self.cores, busy_cores, all_busy_core_speed: self.all_busy_core_speed })
+        Some(HostCapacity {
+            cores: self.cores,
+            busy_cores,
+            all_busy_core_speed: self.all_busy_core_speed,
+            link_bytes_per_s: self.link_bytes_per_s,
+        })
     }
+}
+
+/// Bytes of one link calibration transfer: enough that its round trips and the thread start
+/// are noise beside the bytes' time.
+const LINK_CALIBRATION_BYTES: usize = 64 << 20;
+const LINK_CALIBRATION_CHUNK: usize = 1 << 20;
+const LINK_CALIBRATION_ROUNDS: usize = 3;
+
+/// Bytes/s of one TCP connection over loopback between two threads, the median of a few
+/// transfers: the link the workers of a local cluster shuffle over. `None` when loopback
+/// cannot be used.
+pub fn loopback_link_bytes_per_s() -> Option<f64> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+    let mut rates: Vec<f64> = (0..LINK_CALIBRATION_ROUNDS).filter_map(|_| one_transfer(&listener)).collect();
+    rates.sort_by(f64::total_cmp);
+    rates.get(rates.len() / 2).copied()
+}
+
+fn one_transfer(listener: &std::net::TcpListener) -> Option<f64> {
+    use std::io::{Read, Write};
+    let address = listener.local_addr().ok()?;
+    let started = std::time::Instant::now();
+    let sender = std::thread::spawn(move || -> std::io::Result<()> {
+        let mut stream = std::net::TcpStream::connect(address)?;
+        let chunk = vec![0x5a_u8; LINK_CALIBRATION_CHUNK];
+        for _ in 0..LINK_CALIBRATION_BYTES / LINK_CALIBRATION_CHUNK {
+            stream.write_all(&chunk)?;
+        }
+        Ok(())
+    });
+    let (mut stream, _) = listener.accept().ok()?;
+    let mut buffer = vec![0_u8; LINK_CALIBRATION_CHUNK];
+    let mut received = 0;
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => received += read,
+            Err(_) => return None,
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    sender.join().ok()?.ok()?;
+    (received == LINK_CALIBRATION_BYTES && elapsed > 0.0).then(|| received as f64 / elapsed)
 }
 
 /// One core's speed with all `cores` running the calibration loop, relative to one running
@@ -131,19 +191,27 @@ fn run_together(cores: usize, passes: u32) -> Vec<f64> {
     threads.into_iter().filter_map(|thread| thread.join().ok()).collect()
 }
 
-/// Cpu time of this thread, in ns, for `passes` over a fresh buffer (allocated and touched
-/// before the clock starts).
+/// Cpu time of this thread, in ns, for `passes` of decoding generated ysb events (made
+/// before the clock starts). The loop is the engine's own JSON decoder on the benchmarks'
+/// own events, because how much a busy neighbour core slows a core depends on the work: a
+/// loop bound by one chain of dependent instructions barely notices a neighbour that shares
+/// its physical core (a VM's vCPUs may be two hardware threads of one), while decoding,
+/// which keeps many instructions in flight, ran a third slower here with both cores busy.
 fn timed_passes(passes: u32) -> f64 {
-    let mut buffer: Vec<u64> = (0..CALIBRATION_BUFFER_WORDS as u64).collect();
+    let spec =
+        YsbSourceSpec { seed: 7, rate_per_s: CALIBRATION_EVENTS, partitions: 1, bad_fraction: 0.0, pre_decoded: false };
+    let mut events = RawRecords::new();
+    YsbGenerator::new(&spec, 0).generate(0, 1_000, &mut events);
+    let decoder = JsonDecoder::new(
+        &event_schema(),
+        &["ad_id".into(), "event_type".into(), "event_time".into()],
+        YSB_RECORD_BYTES_MAX,
+    )
+    .expect("the ysb event schema holds the decoded columns");
     let start = thread_cpu_ns();
-    let mut acc = 0u64;
     for _ in 0..passes {
-        for word in buffer.iter_mut() {
-            *word = word.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ acc;
-            acc = acc.rotate_left(7) ^ *word;
-        }
+        std::hint::black_box(decoder.decode(std::hint::black_box(&events)));
     }
-    std::hint::black_box(acc);
     thread_cpu_ns() - start
 }
 
@@ -169,6 +237,14 @@ mod tests {
         assert!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8").is_none(), "only the all-cores line");
         assert!(parse_cpu_line("cpu  1 2 x 4 5 6 7 8").is_none());
         assert!(before.busy_cores_until(&before, 2).is_none(), "no time passed");
+    }
+
+    #[test]
+    fn the_loopback_link_carries_bytes() {
+        let rate = loopback_link_bytes_per_s().expect("loopback works here");
+        // Any machine that runs the tests moves more than 1 MB/s over loopback; the figure
+        // only has to be a rate, not a particular one.
+        assert!(rate > 1e6 && rate.is_finite(), "{rate}");
     }
 
     #[test]

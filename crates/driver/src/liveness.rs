@@ -74,6 +74,13 @@ impl Liveness {
         true
     }
 
+    /// When the first watched worker's silence will pass `timeout` unless it beats first;
+    /// `None` when none is watched.
+    fn first_deadline(&self, timeout: Duration) -> Option<Instant> {
+        let workers = self.workers.lock().expect("liveness lock");
+        workers.values().map(|watched| watched.last_beat + timeout).min()
+    }
+
     /// Workers silent for longer than `timeout` at `now`, with how long.
     fn silent(&self, now: Instant, timeout: Duration) -> Vec<(WorkerId, Duration)> {
         let workers = self.workers.lock().expect("liveness lock");
@@ -87,13 +94,34 @@ impl Liveness {
     }
 }
 
-/// Checks often enough that a timeout is acted on within a small share of itself.
+/// Wakes when the first worker's silence passes the timeout (or at the latest after
+/// `IDLE_CHECK`, for workers that registered since), rather than on a fixed tick: a tick
+/// would add up to its own length to every detection, and a frozen worker is seen at best
+/// 0–1 heartbeat interval before the timeout's end, so the margin to a 0.5 s detection is
+/// a few milliseconds.
 pub async fn watch_heartbeats(liveness: Arc<Liveness>, settings: HeartbeatSettings, events: mpsc::Sender<DriverEvent>) {
-    let tick = (settings.timeout / 20).max(Duration::from_millis(5));
-    let mut ticks = tokio::time::interval(tick);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    const IDLE_CHECK: Duration = Duration::from_millis(25);
+    // Silence must exceed the timeout; the timer's millisecond granularity may wake it early.
+    const PAST_DEADLINE: Duration = Duration::from_millis(1);
+    // Long enough for the runtime to poll the heartbeat sockets once more.
+    const STALL_GRACE: Duration = Duration::from_millis(10);
+    let mut graced = false;
     loop {
-        ticks.tick().await;
+        let latest = Instant::now() + IDLE_CHECK;
+        let wake =
+            liveness.first_deadline(settings.timeout).map_or(latest, |deadline| (deadline + PAST_DEADLINE).min(latest));
+        tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
+        // Woken far too late, the driver itself was stalled (a slow disk under its state
+        // file, an overloaded host), and beats may wait unread in their sockets: judging now
+        // would blame a worker for the driver's own pause. Read them first.
+        // Once: a driver late on every wake still judges, on the next.
+        let late = Instant::now().saturating_duration_since(wake) > settings.timeout / 5;
+        if late && !graced {
+            graced = true;
+            tokio::time::sleep(STALL_GRACE).await;
+            continue;
+        }
+        graced = false;
         for (worker, silence) in liveness.silent(Instant::now(), settings.timeout) {
             if liveness.fence(worker) {
                 let reason = format!(
@@ -116,8 +144,14 @@ mod tests {
     #[test]
     fn silence_past_the_timeout_is_found_and_a_fenced_worker_beats_no_more() {
         let liveness = Liveness::default();
+        assert_eq!(liveness.first_deadline(Duration::from_millis(500)), None, "nobody to wait for");
         let fence = liveness.watch(4);
         liveness.watch(5);
+        let first = liveness.first_deadline(Duration::from_millis(500)).expect("two watched");
+        assert!(
+            first <= Instant::now() + Duration::from_millis(500) && first > Instant::now(),
+            "worker 4's silence ends first"
+        );
         let later = Instant::now() + Duration::from_millis(600);
         assert!(liveness.beat(5));
         let silent = liveness.silent(later, Duration::from_millis(500));

@@ -40,6 +40,9 @@ pub struct StageRunOutput {
     pub unmatched_lookup_rows: u64,
     pub late_rows_dropped: u64,
     pub closed_windows: Vec<ClosedWindow>,
+    /// Time the map-side combine (the partial window aggregate) took: the what-if for
+    /// turning it off moves this work to the reduce side, so it is measured apart.
+    pub combine_us: u64,
 }
 
 /// A stage's input as rows, between `StagePipeline::decode` and `run_rows`.
@@ -181,7 +184,12 @@ impl StagePipeline {
                             out.unmatched_lookup_rows += output.unmatched_rows;
                             output.batch
                         }
-                        OperatorExec::PartialWindow(partial) => partial.execute(&batch)?,
+                        OperatorExec::PartialWindow(partial) => {
+                            let started = std::time::Instant::now();
+                            let combined = partial.execute(&batch)?;
+                            out.combine_us += started.elapsed().as_micros() as u64;
+                            combined
+                        }
                         OperatorExec::Decode(_) | OperatorExec::Window(_) => unreachable!("matched above"),
                     }]
                 }

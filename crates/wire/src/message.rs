@@ -412,6 +412,10 @@ pub struct BatchRecord {
     /// When the last of its sink output became visible to readers; its end when it wrote none.
     #[serde(default)]
     pub results_visible_at_ms: i64,
+    /// `results_visible_at_ms` in µs: a 100 ms batch's results take 5–10 ms to appear, so
+    /// whole milliseconds blur a 1.2× latency threshold.
+    #[serde(default)]
+    pub results_visible_at_us: i64,
     pub events_in: u64,
     /// Its events' wait for its close, summed over the source tasks that measured it; `None`
     /// when no source knew its events' times.

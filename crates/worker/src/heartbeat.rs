@@ -25,13 +25,27 @@ pub fn start(driver_address: String, worker: WorkerId, interval: Duration) -> st
     Ok(())
 }
 
+const CONNECT_ATTEMPTS_MAX: u32 = 10;
+
 /// Beats until the driver closes the connection (it declared this worker lost, or it exits).
 async fn beat(driver_address: String, worker: WorkerId, interval: Duration) {
-    let mut connection = match Connection::connect(&driver_address, Role::Heartbeat).await {
-        Ok(connection) => connection,
-        Err(error) => {
-            eprintln!("sleet worker {worker}: no heartbeat connection to {driver_address}: {error}");
-            return;
+    // A failed first connection (a driver busy starting a job) is tried again each interval,
+    // up to the attempts below; without beats the driver would declare this worker lost.
+    let mut attempts = 0;
+    let mut connection = loop {
+        match Connection::connect(&driver_address, Role::Heartbeat).await {
+            Ok(connection) => break connection,
+            Err(error) if attempts < CONNECT_ATTEMPTS_MAX => {
+                attempts += 1;
+                eprintln!(
+                    "sleet worker {worker}: no heartbeat connection to {driver_address} yet ({error}); trying again"
+                );
+                tokio::time::sleep(interval).await;
+            }
+            Err(error) => {
+                eprintln!("sleet worker {worker}: no heartbeat connection to {driver_address}: {error}");
+                return;
+            }
         }
     };
     let mut ticks = tokio::time::interval(interval);

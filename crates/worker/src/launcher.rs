@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use rustc_hash::FxHashMap as HashMap;
 use sleet_plan::{StageId, StageInput, StageOutput};
-use sleet_wire::clock::{now_ms, now_us};
+use sleet_wire::clock::now_us;
 use sleet_wire::{
     BlockLocation, BlocksAnnounced, EncodedReport, GroupLaunch, GroupRegistered, JobId, TaskDescriptor, TaskId,
     TaskInput, TaskOutcome,
@@ -110,14 +110,16 @@ impl SchedulerShell {
         mut announced_rx: mpsc::Receiver<BlocksAnnounced>,
     ) {
         loop {
-            let now = now_ms();
-            for ready in self.scheduler.take_ready(now) {
+            let now_us = now_us();
+            for ready in self.scheduler.take_ready(now_us.div_euclid(1000)) {
                 self.launch(ready);
             }
+            // In µs: a wait counted in whole ms from a truncated clock wakes up to a
+            // millisecond after the close, and every batch's latency would carry it.
             let wait = self
                 .scheduler
                 .next_wakeup_ms()
-                .map(|at| Duration::from_millis(at.saturating_sub(now).max(0) as u64))
+                .map(|at| Duration::from_micros((at * 1000).saturating_sub(now_us).max(0) as u64))
                 .unwrap_or(Duration::from_secs(3600));
             tokio::select! {
                 event = events_rx.recv() => match event {

@@ -398,21 +398,41 @@ fn window_latencies_ms(closed: &[ClosedWindow], visible_at_ms: &[Option<i64>]) -
 
 /// Pushes a map task's compute record split where its decoding ended, as MonoSpark splits
 /// deserialization off its compute monotask: a `Decode` record for the decoder's time, with
-/// the input's bytes, then the `MapCompute` record for the rest. The two cover the time the
-/// one did; one record when nothing was decoded (decoded input, or a failed run). The clock
-/// read that ends the decoding and the one that starts the monotask are the same clock's.
+/// the input's bytes, then the `MapCompute` record for the rest, and a `Combine` record for
+/// the map-side combine's time at its end (only the partitioning of the combined rows, a few
+/// per key, follows the combine, so the end is where it ran to within that). The records
+/// cover the time the one did; one record when there was nothing to split (decoded input
+/// without a combine, or a failed run). The clock read that ends the decoding and the one
+/// that starts the monotask are the same clock's.
 fn push_map_compute(
     monotasks: &mut Vec<MonotaskRecord>,
     record: MonotaskRecord,
     result: &Result<Computed, WorkerError>,
 ) {
-    let Some(decoded_at_us) = result.as_ref().ok().and_then(|computed| computed.decoded_at_us) else {
+    let Ok(computed) = result else {
         monotasks.push(record);
         return;
     };
-    let decoded_at_us = decoded_at_us.clamp(record.started_at_us, record.finished_at_us);
-    monotasks.push(MonotaskRecord { kind: MonotaskKind::Decode, finished_at_us: decoded_at_us, ..record });
-    monotasks.push(MonotaskRecord { queued_at_us: decoded_at_us, started_at_us: decoded_at_us, bytes: 0, ..record });
+    let mut rest = record;
+    if let Some(decoded_at_us) = computed.decoded_at_us {
+        let decoded_at_us = decoded_at_us.clamp(record.started_at_us, record.finished_at_us);
+        monotasks.push(MonotaskRecord { kind: MonotaskKind::Decode, finished_at_us: decoded_at_us, ..record });
+        rest = MonotaskRecord { queued_at_us: decoded_at_us, started_at_us: decoded_at_us, bytes: 0, ..record };
+    }
+    let combine_us = (computed.output.combine_us as i64).min(rest.run_us());
+    if combine_us > 0 {
+        let combine_from_us = rest.finished_at_us - combine_us;
+        monotasks.push(MonotaskRecord { finished_at_us: combine_from_us, ..rest });
+        monotasks.push(MonotaskRecord {
+            kind: MonotaskKind::Combine,
+            queued_at_us: combine_from_us,
+            started_at_us: combine_from_us,
+            bytes: 0,
+            ..rest
+        });
+    } else {
+        monotasks.push(rest);
+    }
 }
 
 fn input_bytes(input: &StageInputData) -> u64 {
