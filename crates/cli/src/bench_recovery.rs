@@ -250,6 +250,7 @@ impl RunResult {
             "checkpoint_batch": recovery.and_then(|recovery| recovery.checkpoint_batch),
             "resume_batch": recovery.map(|recovery| recovery.resume_batch),
             "rerun_batches": recovery.map(|recovery| recovery.rerun_batches),
+            "reused_map_tasks": recovery.map(|recovery| recovery.reused_map_tasks),
             "moves": recovery.map(|recovery| recovery.moves.clone()),
             "batches_rerun": self.summary.batches_rerun,
             "pre_failure_latency_ms_p50": figures.pre_failure_latency_ms_p50,
@@ -467,6 +468,7 @@ fn medians(runs: &[RunResult]) -> serde_json::Value {
         "recovered_ms_after_detection": figure(&|run| run.figures.recovered_ms_after_detection.map(|ms| ms as f64)),
         "peak_latency_ms": figure(&|run| run.figures.peak_latency_ms),
         "batches_rerun": figure(&|run| Some(run.summary.batches_rerun as f64)),
+        "reused_map_tasks": figure(&|run| run.summary.recoveries.first().map(|recovery| recovery.reused_map_tasks as f64)),
         "events_per_s": figure(&|run| run.events_per_s),
     })
 }
@@ -479,7 +481,7 @@ fn print_run(run: &RunResult) {
     let figures = &run.figures;
     let recovery = run.summary.recoveries.first();
     println!(
-        "run {}: SIG{} to worker-{} at {:.1} s; detected {}; resumed at batch {} from checkpoint {} ({} batches rerun)",
+        "run {}: SIG{} to worker-{} at {:.1} s; detected {}; resumed at batch {} from checkpoint {} ({} batches rerun, {} source tasks reused from survivors' outputs)",
         run.index,
         run.signal.name(),
         VICTIM_INDEX + 1,
@@ -487,7 +489,8 @@ fn print_run(run: &RunResult) {
         figures.detection_ms.map_or("never".into(), |detection| format!("after {detection} ms")),
         recovery.map_or("-".into(), |recovery| recovery.resume_batch.to_string()),
         recovery.and_then(|recovery| recovery.checkpoint_batch).map_or("none".into(), |batch| batch.to_string()),
-        run.summary.batches_rerun
+        run.summary.batches_rerun,
+        recovery.map_or(0, |recovery| recovery.reused_map_tasks)
     );
     println!(
         "  batch latency before {}, peak {}, back within {RECOVERED_FACTOR}× {} after detection; correct {} ({} mismatches); {} events, {} events/s",
