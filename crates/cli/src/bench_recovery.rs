@@ -16,7 +16,7 @@ use serde_json::json;
 use sleet_clarity::{percentile, Distribution};
 use sleet_plan::SinkSpec;
 use sleet_wire::clock::{now_ms, BatchClock};
-use sleet_wire::{BatchRecord, JobSummary};
+use sleet_wire::JobSummary;
 
 use crate::batch_figures::sustained;
 use crate::bench_ysb::{clear_run_outputs, write_output};
@@ -207,7 +207,7 @@ fn config_json(args: &BenchRecoveryArgs) -> serde_json::Value {
 }
 
 fn partitions(args: &BenchRecoveryArgs) -> u32 {
-    args.partitions.unwrap_or(args.workers * (args.workers - 1).max(1) * args.cores_per_worker)
+    args.partitions.unwrap_or(args.workers * (args.workers - 1) * args.cores_per_worker)
 }
 
 /// W: how many batches the recovered median is taken over.
@@ -383,18 +383,9 @@ fn latency_points(summary: &JobSummary) -> Vec<LatencyPoint> {
         .iter()
         .map(|batch| LatencyPoint {
             scheduled_end_ms: batch.scheduled_end_ms,
-            latency_ms: visible_at_ms(batch) - batch.scheduled_end_ms as f64,
+            latency_ms: batch.results_visible_at_us as f64 / 1000.0 - batch.scheduled_end_ms as f64,
         })
         .collect()
-}
-
-/// A record from a driver older than the µs field has only whole milliseconds.
-fn visible_at_ms(batch: &BatchRecord) -> f64 {
-    if batch.results_visible_at_us > 0 {
-        batch.results_visible_at_us as f64 / 1000.0
-    } else {
-        batch.results_visible_at_ms as f64
-    }
 }
 
 /// The moments a run's figures are measured against, ms since the epoch.

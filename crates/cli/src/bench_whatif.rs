@@ -248,32 +248,32 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
     Ok(all_within)
 }
 
-/// A kept run: its flags and its whole result.
+/// A run `--save-runs` kept: its flags and its whole result.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct KeptRun {
+    flags: Vec<String>,
+    result: serde_json::Value,
+}
+
 fn save_run(path: &Path, flags: &[String], result: &serde_json::Value) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let kept = json!({ "flags": flags, "result": result });
-    std::fs::write(path, serde_json::to_vec(&kept)?).with_context(|| format!("writing {}", path.display()))
+    let kept = KeptRun { flags: flags.to_vec(), result: result.clone() };
+    write_output(path, &serde_json::to_string(&kept)?)
 }
 
 /// A run `save_run` kept, refused when it ran with other flags than the scenario now asks
 /// for (the scenarios, or their order, changed since).
 fn load_run(path: &Path, flags: &[String]) -> Result<serde_json::Value> {
-    let text = std::fs::read(path).with_context(|| format!("reading the kept run {}", path.display()))?;
-    let mut kept: serde_json::Value =
-        serde_json::from_slice(&text).with_context(|| format!("{} is not a kept run", path.display()))?;
-    let kept_flags: Vec<String> =
-        serde_json::from_value(kept["flags"].take()).with_context(|| format!("{}: no `flags` list", path.display()))?;
+    let kept: KeptRun = sleet_connectors::files::read_json_file(path, "a kept run")?
+        .with_context(|| format!("no kept run at {}", path.display()))?;
     anyhow::ensure!(
-        kept_flags == flags,
+        kept.flags == flags,
         "{} ran `{}`, but this configuration is `{}`: keep the same --scenarios, --repeats, --duration and \
          --warmup as the run that saved it",
         path.display(),
-        kept_flags.join(" "),
+        kept.flags.join(" "),
         flags.join(" ")
     );
-    Ok(kept["result"].take())
+    Ok(kept.result)
 }
 
 #[cfg(test)]

@@ -92,7 +92,7 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         let dead_letters_expected = bad_events(plan.spec, check_from_ms, check_to_ms);
         let correct = check.mismatches == 0 && summary.dead_letters == dead_letters_expected && ran_fully;
         let visible_at_ms: std::collections::BTreeMap<u64, i64> =
-            summary.batches.iter().map(|batch| (batch.batch, batch.results_visible_at_ms)).collect();
+            summary.batches.iter().map(|batch| (batch.batch, batch.results_visible_at_ms())).collect();
         let latencies = window_latencies_ms(rows, &visible_at_ms, warm_ms, end_ms);
         (Some(correct), Some(check.mismatches), Some(check.windows_expected), latencies, Some(dead_letters_expected))
     };

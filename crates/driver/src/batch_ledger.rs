@@ -136,7 +136,6 @@ impl BatchLedger {
         record.launched_at_ms = batch.launched_at_us / 1000;
         record.finished_at_ms = record.finished_at_us / 1000;
         record.results_visible_at_us = batch.visible_at_us.unwrap_or(record.finished_at_us);
-        record.results_visible_at_ms = record.results_visible_at_us / 1000;
         record.map_stage_ms = span_ms(self.first_stage);
         record.reduce_stage_ms = self.reduce_stage.map_or(0.0, span_ms);
         completed
@@ -217,7 +216,10 @@ mod tests {
         assert_eq!(record.scheduled_end_ms, 1_030);
         assert_eq!(record.events_in, 80, "only source tasks count input events");
         assert_eq!(record.event_wait, Some(EventWait { events: 80, wait_sum_ms: 320 }), "summed over the sources");
-        assert_eq!((record.launched_at_ms, record.finished_at_ms, record.results_visible_at_ms), (1_030, 1_037, 1_036));
+        assert_eq!(
+            (record.launched_at_ms, record.finished_at_ms, record.results_visible_at_ms()),
+            (1_030, 1_037, 1_036)
+        );
         assert_eq!(record.results_visible_at_us, 1_036_900, "the sink's moment to the µs");
         assert_eq!((record.map_stage_ms, record.reduce_stage_ms), (2.5, 3.0));
         assert!(ledger.is_empty());
@@ -240,7 +242,7 @@ mod tests {
             panic!("completes")
         };
         let record = completed.record;
-        assert_eq!(record.results_visible_at_ms, 9, "a batch that wrote nothing is visible when it ends");
+        assert_eq!(record.results_visible_at_ms(), 9, "a batch that wrote nothing is visible when it ends");
         assert!(ledger.is_empty());
     }
 }

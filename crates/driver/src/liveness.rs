@@ -105,7 +105,6 @@ pub async fn watch_heartbeats(liveness: Arc<Liveness>, settings: HeartbeatSettin
     const PAST_DEADLINE: Duration = Duration::from_millis(1);
     // Long enough for the runtime to poll the heartbeat sockets once more.
     const STALL_GRACE: Duration = Duration::from_millis(10);
-    let mut graced = false;
     loop {
         let latest = Instant::now() + IDLE_CHECK;
         let wake =
@@ -113,15 +112,10 @@ pub async fn watch_heartbeats(liveness: Arc<Liveness>, settings: HeartbeatSettin
         tokio::time::sleep_until(tokio::time::Instant::from_std(wake)).await;
         // Woken far too late, the driver itself was stalled (a slow disk under its state
         // file, an overloaded host), and beats may wait unread in their sockets: judging now
-        // would blame a worker for the driver's own pause. Read them first.
-        // Once: a driver late on every wake still judges, on the next.
-        let late = Instant::now().saturating_duration_since(wake) > settings.timeout / 5;
-        if late && !graced {
-            graced = true;
+        // would blame a worker for the driver's own pause. Let them be read first.
+        if Instant::now().saturating_duration_since(wake) > settings.timeout / 5 {
             tokio::time::sleep(STALL_GRACE).await;
-            continue;
         }
-        graced = false;
         for (worker, silence) in liveness.silent(Instant::now(), settings.timeout) {
             if liveness.fence(worker) {
                 let reason = format!(

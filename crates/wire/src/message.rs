@@ -409,11 +409,9 @@ pub struct BatchRecord {
     /// `finished_at_ms` in µs: sub-millisecond batches need it.
     #[serde(default)]
     pub finished_at_us: i64,
-    /// When the last of its sink output became visible to readers; its end when it wrote none.
-    #[serde(default)]
-    pub results_visible_at_ms: i64,
-    /// `results_visible_at_ms` in µs: a 100 ms batch's results take 5–10 ms to appear, so
-    /// whole milliseconds blur a 1.2× latency threshold.
+    /// When the last of its sink output became visible to readers, in µs (a 100 ms batch's
+    /// results take 5–10 ms to appear, so whole milliseconds blur a 1.2× latency threshold);
+    /// its end when it wrote none.
     #[serde(default)]
     pub results_visible_at_us: i64,
     pub events_in: u64,
@@ -428,6 +426,13 @@ pub struct BatchRecord {
     /// exactly these again.
     #[serde(default)]
     pub source_ranges: Vec<(u32, SourceRange)>,
+}
+
+impl BatchRecord {
+    /// `results_visible_at_us` in whole ms, for figures kept at that resolution.
+    pub fn results_visible_at_ms(&self) -> i64 {
+        self.results_visible_at_us.div_euclid(1000)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -415,24 +415,28 @@ fn push_map_compute(
     };
     let mut rest = record;
     if let Some(decoded_at_us) = computed.decoded_at_us {
-        let decoded_at_us = decoded_at_us.clamp(record.started_at_us, record.finished_at_us);
-        monotasks.push(MonotaskRecord { kind: MonotaskKind::Decode, finished_at_us: decoded_at_us, ..record });
-        rest = MonotaskRecord { queued_at_us: decoded_at_us, started_at_us: decoded_at_us, bytes: 0, ..record };
+        let [decode, after] = split_record(record, decoded_at_us, MonotaskKind::Decode, MonotaskKind::MapCompute);
+        monotasks.push(decode);
+        rest = after;
     }
     let combine_us = (computed.output.combine_us as i64).min(rest.run_us());
     if combine_us > 0 {
-        let combine_from_us = rest.finished_at_us - combine_us;
-        monotasks.push(MonotaskRecord { finished_at_us: combine_from_us, ..rest });
-        monotasks.push(MonotaskRecord {
-            kind: MonotaskKind::Combine,
-            queued_at_us: combine_from_us,
-            started_at_us: combine_from_us,
-            bytes: 0,
-            ..rest
-        });
-    } else {
-        monotasks.push(rest);
+        let [before, combine] =
+            split_record(rest, rest.finished_at_us - combine_us, MonotaskKind::MapCompute, MonotaskKind::Combine);
+        monotasks.push(before);
+        rest = combine;
     }
+    monotasks.push(rest);
+}
+
+/// One record's time cut at `at_us` into two, as `head` then `tail`: the head keeps the
+/// bytes (the input it read), the tail starts where the head ended.
+fn split_record(record: MonotaskRecord, at_us: i64, head: MonotaskKind, tail: MonotaskKind) -> [MonotaskRecord; 2] {
+    let at_us = at_us.clamp(record.started_at_us, record.finished_at_us);
+    [
+        MonotaskRecord { kind: head, finished_at_us: at_us, ..record },
+        MonotaskRecord { kind: tail, queued_at_us: at_us, started_at_us: at_us, bytes: 0, ..record },
+    ]
 }
 
 fn input_bytes(input: &StageInputData) -> u64 {
