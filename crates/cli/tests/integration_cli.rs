@@ -1,7 +1,8 @@
 //! The command line as a new user meets it: Ctrl-C in each phase exits 130 and leaves no
 //! process behind, a driver short of workers says who joined, workers on other addresses
-//! advertise where they listen, flags that do not apply are refused, durations take units,
-//! `--out` never deletes what sleet did not write, and a bad job file is explained once.
+//! advertise where they listen, a checkpoint directory holds one driver, flags that do not
+//! apply are refused, durations take units, `--out` never deletes what sleet did not write,
+//! and a bad job file is explained once.
 
 mod common;
 
@@ -227,6 +228,26 @@ fn a_wildcard_listen_address_needs_advertise() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--advertise") && stderr.contains("0.0.0.0"), "{stderr}");
+}
+
+#[test]
+fn a_second_driver_on_a_checkpoint_directory_in_use_is_refused_naming_it() {
+    let dir = test_dir("cli_shared_checkpoints");
+    let checkpoints = dir.join("checkpoints");
+    let checkpoints = checkpoints.to_str().expect("a UTF-8 path");
+    let (first, _) = start_driver("127.0.0.1:0", &["--checkpoint-dir", checkpoints]);
+    let _processes = Reaper(vec![first]);
+    let mut second = sleet();
+    second.args(["driver", "--listen", "127.0.0.1:0", "--checkpoint-dir", checkpoints]);
+    let output = run_with_limit(second, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("in use") && stderr.contains(checkpoints), "{stderr}");
+    assert!(
+        output.stdout.is_empty(),
+        "a refused driver never says it listens: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
 }
 
 #[test]

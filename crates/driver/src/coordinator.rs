@@ -75,6 +75,7 @@ pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
     // Workers resolve the path themselves, from wherever they were started.
     std::fs::create_dir_all(&config.checkpoint_dir)?;
     let config = DriverConfig { checkpoint_dir: std::fs::canonicalize(&config.checkpoint_dir)?, ..config };
+    let _dir_lock = crate::dir_lock::lock_checkpoint_dir(&config.checkpoint_dir, crate::dir_lock::LOCK_WAIT)?;
     let state = StateDir::new(config.state_dir.clone().unwrap_or_else(|| config.checkpoint_dir.join("driver-state")));
     // Before serving anyone: a state file the driver cannot resume from stops it here, by
     // name, instead of the job being forgotten.

@@ -20,6 +20,7 @@ pub mod bsp;
 pub mod checkpoints;
 pub mod commits;
 pub mod coordinator;
+pub mod dir_lock;
 pub mod error;
 pub mod group;
 pub mod group_plan;

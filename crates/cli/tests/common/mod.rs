@@ -83,9 +83,13 @@ pub fn start_driver_logged(listen: &str, extra: &[&str], log: impl Into<Stdio>) 
 
 /// As `start_driver_logged`, with the failpoints of `failpoints` (`SLEET_FAILPOINTS`) armed.
 pub fn start_driver_armed(listen: &str, extra: &[&str], log: impl Into<Stdio>, failpoints: &str) -> (Child, String) {
-    let mut driver = sleet()
-        .args(["driver", "--listen", listen])
-        .args(extra)
+    let mut command = sleet();
+    command.args(["driver", "--listen", listen]).args(extra);
+    // Tests run side by side, and one checkpoint directory holds one driver.
+    if !extra.contains(&"--checkpoint-dir") {
+        command.arg("--checkpoint-dir").arg(own_checkpoint_dir());
+    }
+    let mut driver = command
         .env("SLEET_FAILPOINTS", failpoints)
         .stdout(Stdio::piped())
         .stderr(log)
@@ -96,6 +100,18 @@ pub fn start_driver_armed(listen: &str, extra: &[&str], log: impl Into<Stdio>, f
         .expect("the driver's address");
     let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
     (driver, address)
+}
+
+/// A checkpoint directory no other driver of this test run uses; under the target's
+/// temporary directory, which `cargo clean` removes.
+fn own_checkpoint_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let index = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("driver-checkpoints")
+        .join(format!("{}-{index}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 /// Starts `sleet worker --driver DRIVER EXTRA…`, its output discarded.

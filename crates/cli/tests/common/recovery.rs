@@ -157,10 +157,14 @@ pub fn assert_exact(job: &Job, dir: &Path) {
 }
 
 /// A finished job leaves nothing in the checkpoint directory: no snapshot, no record, and
-/// no driver state (which defaults to a folder in it).
+/// no driver state (which defaults to a folder in it). The driver's lock file stays: it
+/// marks the directory as one driver's, not as a job's.
 pub fn assert_checkpoints_removed(dir: &Path) {
     let checkpoints = dir.join("checkpoints");
-    let left: Vec<_> = std::fs::read_dir(&checkpoints).map(|entries| entries.flatten().collect()).unwrap_or_default();
+    let lock = sleet_driver::dir_lock::lock_path(&checkpoints);
+    let left: Vec<_> = std::fs::read_dir(&checkpoints)
+        .map(|entries| entries.flatten().map(|entry| entry.path()).filter(|path| *path != lock).collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "a finished job's checkpoints are removed: {left:?}");
 }
 
