@@ -167,7 +167,12 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             let measured_us = result["clarity"]["analysis"]["model"]["measured_us"]
                 .as_f64()
                 .context("the run's result holds no measured batch time")?;
-            eprintln!("  batch time {:.2} ms, stable {}", measured_us / 1000.0, result["stable"]);
+            eprintln!(
+                "  batch time {:.2} ms, stable {}, decode {} ns/event",
+                measured_us / 1000.0,
+                result["stable"],
+                decode_ns_per_event(&result).map_or("-".into(), |ns| format!("{ns:.0}"))
+            );
             runs.entry(flags).or_default().push(RunFigures { json: result, measured_us });
         }
     }
@@ -216,6 +221,7 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             "within_target": within,
             "baseline_runs": baselines.iter().zip(&predictions).map(|(run, prediction)| json!({
                 "batch_ms": run.measured_us / 1000.0,
+                "decode_ns_per_event": decode_ns_per_event(&run.json),
                 "stable": run.json["stable"],
                 "bottleneck": run.json["clarity"]["bottleneck"],
                 "model": model_terms(&run.json),
@@ -223,6 +229,7 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             })).collect::<Vec<_>>(),
             "changed_runs": changed.iter().map(|run| json!({
                 "batch_ms": run.measured_us / 1000.0,
+                "decode_ns_per_event": decode_ns_per_event(&run.json),
                 "stable": run.json["stable"],
                 "bottleneck": run.json["clarity"]["bottleneck"],
                 "model": model_terms(&run.json),
@@ -246,6 +253,26 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
         write_output(path, &(serde_json::to_string_pretty(&result)? + "\n"))?;
     }
     Ok(all_within)
+}
+
+/// The median time a map task's decode took per event: the same JSON decoder on the same
+/// events in every configuration that decodes, so it moves with the host's speed, not with
+/// the scenario. Shown beside each run because on this shared machine it moved by up to
+/// 1.8× between runs of one bench, which no what-if can predict. `None` when nothing decoded.
+fn decode_ns_per_event(result: &serde_json::Value) -> Option<f64> {
+    let run = samples(result).ok()?;
+    let per_event: Vec<f64> = run
+        .tasks
+        .iter()
+        .filter(|task| task.records_in > 0)
+        .flat_map(|task| {
+            task.monotasks
+                .iter()
+                .filter(|monotask| monotask.kind == sleet_clarity::MonotaskKind::Decode)
+                .map(move |monotask| monotask.run_us() as f64 * 1000.0 / task.records_in as f64)
+        })
+        .collect();
+    median(&per_event)
 }
 
 /// A run `--save-runs` kept: its flags and its whole result.

@@ -197,6 +197,9 @@ fn print_run(args: &BenchYsbArgs, report: &RunReport) {
         report.correct.map_or("not checked".into(), |correct| correct.to_string()),
         json["mismatches"]
     );
+    for lost in json["workers_lost"].as_array().into_iter().flatten().filter_map(|lost| lost.as_str()) {
+        println!("  a worker was lost during the run, so it measured fewer workers than asked: {lost}");
+    }
     println!(
         "  lag {} (slope {} ms/s); window latency {}",
         distribution(&json["lag_ms"]),

@@ -146,6 +146,9 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "cpu_breakdown": cpu_breakdown(summary),
         "monotasks": summary.monotask_summary,
         "launch_messages": summary.launch_messages,
+        // A worker lost mid-run leaves its partitions to the others: the figures then
+        // measure fewer workers than the configuration names.
+        "workers_lost": summary.recoveries.iter().map(|recovery| format!("worker {}: {}", recovery.lost_worker, recovery.reason)).collect::<Vec<_>>(),
         "groups": group_summary(summary, warm_ms),
         "series": per_second_series(summary),
         "processed_per_wall_second": processed_per_wall_second(summary),

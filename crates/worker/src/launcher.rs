@@ -17,6 +17,7 @@ use sleet_wire::{
 };
 use tokio::sync::mpsc;
 
+use crate::alarm::Alarm;
 use crate::announce::Downstream;
 use crate::job::JobRuntime;
 use crate::local_scheduler::{Announced, LocalScheduler, PendingTask, ReadyTask};
@@ -109,18 +110,21 @@ impl SchedulerShell {
         mut events_rx: mpsc::Receiver<SchedulerEvent>,
         mut announced_rx: mpsc::Receiver<BlocksAnnounced>,
     ) {
+        // Wakes the loop when the next batch closes.
+        let alarm = Alarm::start().expect("spawning the alarm thread");
         loop {
             let now_us = now_us();
             for ready in self.scheduler.take_ready(now_us.div_euclid(1000)) {
                 self.launch(ready);
             }
-            // In µs: a wait counted in whole ms from a truncated clock wakes up to a
-            // millisecond after the close, and every batch's latency would carry it.
+            // In µs, on the alarm's own timer (see `alarm`): tokio's rounds up to whole
+            // milliseconds, and every batch's latency would carry up to two of them.
             let wait = self
                 .scheduler
                 .next_wakeup_ms()
                 .map(|at| Duration::from_micros((at * 1000).saturating_sub(now_us).max(0) as u64))
                 .unwrap_or(Duration::from_secs(3600));
+            let wake_at = std::time::Instant::now() + wait;
             tokio::select! {
                 event = events_rx.recv() => match event {
                     Some(event) => self.handle(event).await,
@@ -130,7 +134,7 @@ impl SchedulerShell {
                     Some(announcement) => self.take_announcement(announcement),
                     None => return,
                 },
-                _ = tokio::time::sleep(wait) => {}
+                _ = alarm.wait_until(wake_at) => {}
             }
             self.drain(&mut events_rx, &mut announced_rx).await;
         }

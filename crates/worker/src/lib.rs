@@ -10,6 +10,7 @@
 //!  driver ◀── Heartbeat (own connection, own thread) ◀── heartbeat
 //! ```
 
+pub mod alarm;
 pub mod announce;
 pub mod bandwidth;
 pub mod block_store;
