@@ -26,7 +26,7 @@ pub struct DirLock {
 /// Locks `dir` for this process, waiting up to `wait` for a holder to go away.
 pub fn lock_checkpoint_dir(dir: &Path, wait: Duration) -> Result<DirLock, DriverError> {
     let path = dir.join(LOCK_FILE);
-    let io_error = |error: std::io::Error| DriverError::DirInUse { path: path.clone(), holder: error.to_string() };
+    let io_error = |error: std::io::Error| DriverError::DirLock { path: path.clone(), source: error };
     let mut file =
         OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io_error)?;
     let deadline = Instant::now() + wait;

@@ -28,9 +28,11 @@ pub enum DriverError {
     /// The driver's state directory holds something it cannot resume from; names the file.
     #[error("the driver's state file {}: {reason}", path.display())]
     State { path: std::path::PathBuf, reason: String },
-    /// Another driver holds the checkpoint directory (or its lock file cannot be used).
+    /// Another driver holds the checkpoint directory.
     #[error("the checkpoint directory is in use: {holder} holds {}; give this driver its own --checkpoint-dir (two drivers sharing one would overwrite each other's checkpoints and take each other's jobs)", path.display())]
     DirInUse { path: std::path::PathBuf, holder: String },
+    #[error("locking the checkpoint directory through {} failed", path.display())]
+    DirLock { path: std::path::PathBuf, source: std::io::Error },
     #[error("connection failed")]
     Wire(#[from] WireError),
     #[error("I/O failed")]

@@ -44,11 +44,18 @@ impl Alarm {
     /// Resolves at `deadline` (within tens of µs), or earlier when a wake-up is left over
     /// from a deadline set before: callers look at the clock again, as after any wake-up.
     pub async fn wait_until(&self, deadline: Instant) {
-        {
+        let sooner = {
             let mut state = self.shared.state.lock().expect("alarm lock");
+            let sooner = state.deadline.is_none_or(|current| deadline < current);
             state.deadline = Some(deadline);
+            sooner
+        };
+        // The loop sets the same deadline again after each event it handles; only one
+        // sooner than what the thread sleeps towards needs it woken (a later one it finds
+        // when it wakes, and sleeps on).
+        if sooner {
+            self.shared.changed.notify_one();
         }
-        self.shared.changed.notify_one();
         self.shared.rang.notified().await;
     }
 }

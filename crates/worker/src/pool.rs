@@ -61,7 +61,7 @@ impl ResourcePool {
             thread::Builder::new()
                 .name(format!("sleet-{}-{index}", resource_name(resource)))
                 .spawn(move || {
-                    yield_to_wakers();
+                    never_preempt_wakers();
                     while let Some(job) = queue.take() {
                         job();
                     }
@@ -216,7 +216,7 @@ impl JobQueue {
 /// launching a batch's tasks, waited ~1.9 ms for a core again (measured: of two source tasks
 /// due at one close, the second started 2.0 ms after it). Compute threads are throughput
 /// work; the loop that feeds them is not.
-fn yield_to_wakers() {
+fn never_preempt_wakers() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: changes only the calling thread's policy; SCHED_BATCH needs no privilege.
     let refused = unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) } != 0;
