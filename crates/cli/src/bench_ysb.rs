@@ -197,8 +197,8 @@ fn print_run(args: &BenchYsbArgs, report: &RunReport) {
         report.correct.map_or("not checked".into(), |correct| correct.to_string()),
         json["mismatches"]
     );
-    for lost in json["workers_lost"].as_array().into_iter().flatten().filter_map(|lost| lost.as_str()) {
-        println!("  a worker was lost during the run, so it measured fewer workers than asked: {lost}");
+    for reason in json["fewer_workers"].as_array().into_iter().flatten().filter_map(|reason| reason.as_str()) {
+        println!("  the run measured fewer workers than asked: {reason}");
     }
     println!(
         "  lag {} (slope {} ms/s); window latency {}",

@@ -96,13 +96,13 @@ pub async fn run_ysb(flags: &[String], run_dir: &Path) -> Result<serde_json::Val
     let outcome =
         run_once(&args, &Probe::full(&args), run_dir).await.with_context(|| format!("ysb {}", flags.join(" ")))?;
     let json = outcome.report.json;
-    // A case compares configurations; a run that lost a worker measured another one.
-    if let Some(lost) = json["workers_lost"].as_array().filter(|lost| !lost.is_empty()) {
+    // A case compares configurations; a run on fewer workers measured another one.
+    if let Some(reasons) = json["fewer_workers"].as_array().filter(|reasons| !reasons.is_empty()) {
         anyhow::bail!(
-            "ysb {}: the run lost a worker ({}), so it measured fewer workers than its flags name; run it again \
-             (the workers' logs are under {})",
+            "ysb {}: the run measured fewer workers than its flags name ({}); run it again (the workers' logs \
+             are under {})",
             flags.join(" "),
-            lost.iter().filter_map(|reason| reason.as_str()).collect::<Vec<_>>().join("; "),
+            reasons.iter().filter_map(|reason| reason.as_str()).collect::<Vec<_>>().join("; "),
             run_dir.join("logs").display()
         );
     }

@@ -146,9 +146,7 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "cpu_breakdown": cpu_breakdown(summary),
         "monotasks": summary.monotask_summary,
         "launch_messages": summary.launch_messages,
-        // A worker lost mid-run leaves its partitions to the others: the figures then
-        // measure fewer workers than the configuration names.
-        "workers_lost": summary.recoveries.iter().map(|recovery| format!("worker {}: {}", recovery.lost_worker, recovery.reason)).collect::<Vec<_>>(),
+        "fewer_workers": fewer_workers(plan.config["workers"].as_u64(), summary),
         "groups": group_summary(summary, warm_ms),
         "series": per_second_series(summary),
         "processed_per_wall_second": processed_per_wall_second(summary),
@@ -156,6 +154,28 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         "end_to_end_check": end_to_end_section(plan, summary, &clock, warm_ms),
     });
     Ok(RunReport { json, correct, stable: stability.stable, events_per_s })
+}
+
+/// Why the run measured fewer workers than its configuration names, one reason each: a
+/// worker lost mid-run leaves its partitions to the others, and a worker that ran none of
+/// the sampled batches' tasks did not take part in what was measured. Empty when every
+/// worker did its share.
+fn fewer_workers(configured: Option<u64>, summary: &JobSummary) -> Vec<String> {
+    let mut reasons: Vec<String> = summary
+        .recoveries
+        .iter()
+        .map(|recovery| format!("worker {} was lost: {}", recovery.lost_worker, recovery.reason))
+        .collect();
+    if let (Some(configured), Some(samples)) = (configured, &summary.samples) {
+        let working: std::collections::BTreeSet<u32> = samples.tasks.iter().map(|task| task.worker).collect();
+        if !samples.tasks.is_empty() && (working.len() as u64) < configured {
+            reasons.push(format!(
+                "only {} of {configured} workers ran the sampled batches' tasks (workers {working:?})",
+                working.len()
+            ));
+        }
+    }
+    reasons
 }
 
 /// The breakdown of the measured batches against their end to end as a reader of the sink
