@@ -388,20 +388,39 @@ fn start_own_broker(port: u16) -> String {
     kafka_script(&["start", "--port", &port.to_string(), "--dir", &broker_dir(port)])
 }
 
-/// Stops the test's own broker even when the test fails.
+/// Stops the test's own broker even when the test fails, and removes its data: its port,
+/// and so its directory, differs from run to run.
 struct OwnBroker(u16);
 
 impl Drop for OwnBroker {
     fn drop(&mut self) {
-        let _ = Command::new(repo_root().join("scripts/kafka.sh"))
+        let stopped = Command::new(repo_root().join("scripts/kafka.sh"))
             .args(["stop", "--port", &self.0.to_string(), "--dir", &broker_dir(self.0)])
             .status();
+        if stopped.is_ok_and(|status| status.success()) {
+            let _ = std::fs::remove_dir_all(broker_dir(self.0));
+        }
     }
+}
+
+/// A port `p` with `p + 1` (the broker's controller) free too, found by binding both: a fixed
+/// one may be taken by whatever else runs on the machine. Released before the broker binds
+/// them, so another process could take one in between; the broker would then fail to start,
+/// naming the port.
+fn free_port_pair() -> u16 {
+    for _ in 0..100 {
+        let first = std::net::TcpListener::bind("127.0.0.1:0").expect("binding a free port");
+        let port = first.local_addr().expect("its address").port();
+        if port < u16::MAX && std::net::TcpListener::bind(("127.0.0.1", port + 1)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no two free neighbouring ports on 127.0.0.1 in 100 tries");
 }
 
 #[test]
 fn a_broker_stopped_for_ten_seconds_mid_run_loses_and_doubles_nothing() {
-    let port = 19192;
+    let port = free_port_pair();
     let _ = std::fs::remove_dir_all(broker_dir(port));
     let address = start_own_broker(port);
     let _broker = OwnBroker(port);

@@ -171,7 +171,7 @@ impl Drop for Runner {
 /// The jobs waiting for a pool thread. Every idle thread waits on the queue itself, so two
 /// jobs queued together wake two threads at once; a channel receiver shared under a mutex
 /// woke them one after the other (the second only once the first had taken its job and let
-/// the lock go), and on this VM a wake-up of an idle core took up to a millisecond.
+/// the lock go), two wake-ups in a row before the second job could start.
 #[derive(Default)]
 struct JobQueue {
     jobs: Mutex<QueuedJobs>,
