@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use sleet_clarity::{parse_scenarios, predict};
+use sleet_clarity::{parse_scenarios, predict, MonotaskKind, RunSamples};
 
 use crate::bench_ysb::write_output;
 use crate::clarity_report::whatif_params;
@@ -127,7 +127,11 @@ pub async fn run(args: BenchWhatifArgs) -> Result<bool> {
 #[derive(Debug, Clone)]
 struct RunFigures {
     json: serde_json::Value,
+    /// The records, read out of `json` once: a baseline shared by several scenarios
+    /// predicts for each.
+    samples: RunSamples,
     measured_us: f64,
+    decode_ns_per_event: Option<f64>,
 }
 
 async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir: &Path) -> Result<bool> {
@@ -167,13 +171,15 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             let measured_us = result["clarity"]["analysis"]["model"]["measured_us"]
                 .as_f64()
                 .context("the run's result holds no measured batch time")?;
+            let samples = samples(&result)?;
+            let decode_ns_per_event = decode_ns_per_event(&samples);
             eprintln!(
                 "  batch time {:.2} ms, stable {}, decode {} ns/event",
                 measured_us / 1000.0,
                 result["stable"],
-                decode_ns_per_event(&result).map_or("-".into(), |ns| format!("{ns:.0}"))
+                decode_ns_per_event.map_or("-".into(), |ns| format!("{ns:.0}"))
             );
-            runs.entry(flags).or_default().push(RunFigures { json: result, measured_us });
+            runs.entry(flags).or_default().push(RunFigures { json: result, samples, measured_us, decode_ns_per_event });
         }
     }
 
@@ -187,10 +193,10 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
         let changed = &runs[scenario.changed];
         let mut predictions = Vec::new();
         for baseline in baselines {
-            let run = samples(&baseline.json)?;
+            let run = &baseline.samples;
             let combine = baseline.json["config"]["combine"].as_bool().unwrap_or(true);
-            let params = whatif_params(&run, combine, None, None);
-            predictions.push(predict(&run, &params, &spec));
+            let params = whatif_params(run, combine, None, None);
+            predictions.push(predict(run, &params, &spec));
         }
         let predicted_us: Vec<f64> = predictions.iter().map(|prediction| prediction.predicted_batch_us).collect();
         let median_of = |values: Vec<f64>| median(&values).unwrap_or(f64::NAN);
@@ -221,7 +227,7 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             "within_target": within,
             "baseline_runs": baselines.iter().zip(&predictions).map(|(run, prediction)| json!({
                 "batch_ms": run.measured_us / 1000.0,
-                "decode_ns_per_event": decode_ns_per_event(&run.json),
+                "decode_ns_per_event": run.decode_ns_per_event,
                 "stable": run.json["stable"],
                 "bottleneck": run.json["clarity"]["bottleneck"],
                 "model": model_terms(&run.json),
@@ -229,7 +235,7 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             })).collect::<Vec<_>>(),
             "changed_runs": changed.iter().map(|run| json!({
                 "batch_ms": run.measured_us / 1000.0,
-                "decode_ns_per_event": decode_ns_per_event(&run.json),
+                "decode_ns_per_event": run.decode_ns_per_event,
                 "stable": run.json["stable"],
                 "bottleneck": run.json["clarity"]["bottleneck"],
                 "model": model_terms(&run.json),
@@ -259,8 +265,7 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
 /// events in every configuration that decodes, so it moves with the host's speed, not with
 /// the scenario. Shown beside each run because on this shared machine it moved by up to
 /// 1.8× between runs of one bench, which no what-if can predict. `None` when nothing decoded.
-fn decode_ns_per_event(result: &serde_json::Value) -> Option<f64> {
-    let run = samples(result).ok()?;
+fn decode_ns_per_event(run: &RunSamples) -> Option<f64> {
     let per_event: Vec<f64> = run
         .tasks
         .iter()
@@ -268,7 +273,7 @@ fn decode_ns_per_event(result: &serde_json::Value) -> Option<f64> {
         .flat_map(|task| {
             task.monotasks
                 .iter()
-                .filter(|monotask| monotask.kind == sleet_clarity::MonotaskKind::Decode)
+                .filter(|monotask| monotask.kind == MonotaskKind::Decode)
                 .map(move |monotask| monotask.run_us() as f64 * 1000.0 / task.records_in as f64)
         })
         .collect();
