@@ -2,7 +2,7 @@
 //! latency split into parts that add up to it exactly.
 //!
 //! ```text
-//!  event ... close ──scheduling──▶ first task ──stage 0──▶ ──stage 1──▶ … last task ──report──▶ finished
+//!  event ... close ──scheduling──▶ first task ──stage 0──▶ ──stage 1──▶ … last task ──report──▶ finished ──commit──▶ committed
 //!  └ wait_for_close ┘                          └─ slowest task of each stage, split by its monotasks ─┘
 //! ```
 //!
@@ -53,13 +53,18 @@ pub struct LatencyBreakdown {
     pub waiting_us: i64,
     /// Last task finished → the driver saw the batch finished.
     pub report_us: i64,
+    /// Finished → the driver published the commit that admitted the batch's output (a job
+    /// whose sink commits: until then a reader of committed output does not see it). Zero
+    /// when the batch has no commit time.
+    #[serde(default)]
+    pub commit_us: i64,
     pub end_to_end_us: i64,
     pub stages: Vec<StageSpan>,
 }
 
 impl LatencyBreakdown {
     /// Every part in pipeline order, by name.
-    pub fn parts(&self) -> [(&'static str, i64); 10] {
+    pub fn parts(&self) -> [(&'static str, i64); 11] {
         [
             ("wait_for_close", self.wait_for_close_us),
             ("scheduling", self.scheduling_us),
@@ -71,6 +76,7 @@ impl LatencyBreakdown {
             ("checkpoint", self.checkpoint_us),
             ("waiting", self.waiting_us),
             ("report", self.report_us),
+            ("commit", self.commit_us),
         ]
     }
 
@@ -100,8 +106,9 @@ pub fn breakdowns(batches: &[BatchSample], tasks: &[TaskSample], interval_ms: u6
         .collect()
 }
 
-/// One batch's breakdown. End to end is `wait_for_close + (finished − closed)`; a batch the
-/// driver recorded as finishing before it closed counts as finishing at the close.
+/// One batch's breakdown. End to end is `wait_for_close + (committed − closed)`, or to
+/// `finished` for a batch without a commit time; a batch the driver recorded as finishing
+/// before it closed counts as finishing at the close.
 pub fn breakdown(batch: &BatchSample, tasks: &[&TaskSample], interval_ms: u64) -> LatencyBreakdown {
     let closed = batch.closed_at_us;
     let finished = batch.finished_at_us.max(closed);
@@ -129,7 +136,9 @@ pub fn breakdown(batch: &BatchSample, tasks: &[&TaskSample], interval_ms: u64) -
         boundary = end;
     }
     out.report_us = finished - boundary;
-    out.end_to_end_us = out.wait_for_close_us + finished - closed;
+    let committed = batch.committed_at_us.map_or(finished, |at| at.max(finished));
+    out.commit_us = committed - finished;
+    out.end_to_end_us = out.wait_for_close_us + committed - closed;
     let sum: i64 = out.parts().iter().map(|(_, us)| us).sum();
     assert_eq!(sum, out.end_to_end_us, "the parts of batch {} must sum to its end-to-end latency", batch.batch);
     out
@@ -223,11 +232,12 @@ mod tests {
             coordination_us: 0,
             events: 10,
             event_wait_us,
+            committed_at_us: None,
         }
     }
 
     /// Expected parts in `LatencyBreakdown::parts` order, in ms.
-    fn check(batch: &BatchSample, tasks: &[TaskSample], expected_ms: [i64; 10], stages: &[(u32, i64, u32)]) {
+    fn check(batch: &BatchSample, tasks: &[TaskSample], expected_ms: [i64; 11], stages: &[(u32, i64, u32)]) {
         let refs: Vec<&TaskSample> = tasks.iter().collect();
         let got = breakdown(batch, &refs, 100);
         let parts: Vec<(&str, i64)> = got.parts().to_vec();
@@ -275,9 +285,22 @@ mod tests {
         check(
             &sample(100 * MS, 103 * MS, 134 * MS, None),
             &tasks,
-            [50, 3, 2, 9, 5, 8, 3, 0, 2, 2],
+            [50, 3, 2, 9, 5, 8, 3, 0, 2, 2, 0],
             &[(0, 12, 0), (1, 17, 0)],
         );
+    }
+
+    #[test]
+    fn a_committed_batch_ends_at_its_commit_and_an_early_commit_time_counts_as_none() {
+        let tasks =
+            vec![task(0, 0, (100 * MS, 106 * MS), vec![monotask(MapCompute, Cpu, 0, [100 * MS, 100 * MS, 106 * MS])])];
+        // Finished at 108 (report 2), the manifest admitting it published at 170: commit 62.
+        let committed =
+            BatchSample { committed_at_us: Some(170 * MS), ..sample(100 * MS, 100 * MS, 108 * MS, Some(20 * MS)) };
+        check(&committed, &tasks, [20, 0, 0, 6, 0, 0, 0, 0, 0, 2, 62], &[(0, 6, 0)]);
+        // A commit stamped before the finish (clock skew between threads) is no wait at all.
+        let skewed = BatchSample { committed_at_us: Some(107 * MS), ..committed };
+        check(&skewed, &tasks, [20, 0, 0, 6, 0, 0, 0, 0, 0, 2, 0], &[(0, 6, 0)]);
     }
 
     #[test]
@@ -297,7 +320,7 @@ mod tests {
         check(
             &sample(100 * MS, 90 * MS, 111 * MS, Some(20 * MS)),
             &tasks,
-            [20, 0, 0, 4, 0, 0, 3, 3, 0, 1],
+            [20, 0, 0, 4, 0, 0, 3, 3, 0, 1, 0],
             &[(0, 10, 3)],
         );
     }
@@ -316,17 +339,22 @@ mod tests {
         assert_eq!(find("scheduling"), Some((Some(2.0), Some(4.0))));
         assert_eq!(find("end_to_end"), Some((Some(20.0), Some(40.0))));
         assert_eq!(find("report"), Some((Some(0.0), Some(0.0))));
-        assert_eq!(parts.len(), 11);
+        assert_eq!(parts.len(), 12);
     }
 
     proptest! {
         /// Whatever the records (overlapping, out of order, skewed clocks), the parts sum to
         /// the end-to-end latency; `breakdown` asserts it, and the test checks each batch.
         #[test]
-        fn parts_always_sum_to_end_to_end(run in crate::whatif::tests::arbitrary_run(), first in -50_000i64..50_000) {
+        fn parts_always_sum_to_end_to_end(
+            run in crate::whatif::tests::arbitrary_run(),
+            first in -50_000i64..50_000,
+            commit in -5_000i64..200_000,
+        ) {
             let batches: Vec<BatchSample> = run.batches.iter().enumerate().map(|(i, batch)| BatchSample {
                 batch: i as u64,
                 first_task_started_at_us: batch.closed_at_us + first,
+                committed_at_us: (i % 2 == 0).then_some(batch.finished_at_us + commit),
                 ..batch.clone()
             }).collect();
             for got in breakdowns(&batches, &run.tasks, run.shape.batch_interval_ms) {

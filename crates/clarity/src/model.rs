@@ -483,6 +483,7 @@ pub(crate) mod tests {
             coordination_us,
             events: 1000,
             event_wait_us: None,
+            committed_at_us: None,
         }
     }
 

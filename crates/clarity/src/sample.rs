@@ -96,6 +96,11 @@ pub struct BatchSample {
     /// known; otherwise the breakdown assumes events spread uniformly over the interval.
     #[serde(default)]
     pub event_wait_us: Option<i64>,
+    /// When the driver published the commit that admitted the batch's output: from then a
+    /// reader that trusts only committed output sees it. `None` when the job commits nothing
+    /// (no file sink), or the commit had not been published when the samples were taken.
+    #[serde(default)]
+    pub committed_at_us: Option<i64>,
 }
 
 impl BatchSample {
@@ -272,6 +277,7 @@ mod tests {
             coordination_us: 0,
             events: 0,
             event_wait_us: None,
+            committed_at_us: None,
         };
         assert_eq!(batch(10, 30).processing_us(), 70);
         assert_eq!(batch(30, 10).processing_us(), 70);

@@ -826,6 +826,7 @@ pub(crate) mod tests {
                 coordination_us,
                 events,
                 event_wait_us: None,
+                committed_at_us: None,
             },
         );
         let throughput = proptest::option::of(1e5f64..1e9);

@@ -22,7 +22,7 @@ use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
 
 use crate::bench_ysb::{status_line, BenchYsbArgs, Probe, RunOutcome};
 use crate::client::run_job;
-use crate::cluster::{child_command, LocalCluster};
+use crate::cluster::child_command;
 use crate::gen_ysb::Produced;
 use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
@@ -164,8 +164,7 @@ async fn run_with_topic(
         args.cores_per_worker
     );
 
-    let cluster =
-        LocalCluster::start_limited(args.workers, args.cores_per_worker, &run_dir.join("logs"), &args.limits)?;
+    let cluster = args.start_cluster(run_dir)?;
     let sleet_before = total_cpu_seconds(&cluster.pids());
     let broker_before = broker_cpu();
     let started = std::time::Instant::now();
@@ -203,6 +202,7 @@ async fn run_with_topic(
     .await;
     let sleet_s = total_cpu_seconds(&cluster.pids()) - sleet_before;
     let broker_s = broker_cpu().zip(broker_before).map(|(after, before)| after - before);
+    let pinned = cluster.pinned();
     cluster.shutdown().await;
     crate::interrupt::check()?;
     let summary = summary?;
@@ -241,6 +241,7 @@ async fn run_with_topic(
             "bad_fraction": args.bad_fraction,
             "seed": args.ysb.seed,
             "worker_limits": args.limits.config_json(),
+            "workers_pinned": pinned,
         }),
         rate: probe.rate,
         batch_interval_ms: args.ysb.batch_interval_ms(),

@@ -78,6 +78,21 @@ pub struct BenchYsbArgs {
     /// Resource limits of every worker, for engineering a network- or disk-bound run.
     #[command(flatten)]
     pub limits: crate::worker_limits::WorkerLimits,
+    #[command(flatten)]
+    pub placement: crate::cluster::Placement,
+}
+
+impl BenchYsbArgs {
+    /// The run's cluster: its workers with their limits, placed as the flags say.
+    pub fn start_cluster(&self, run_dir: &Path) -> Result<LocalCluster> {
+        LocalCluster::start_limited(
+            self.workers,
+            self.cores_per_worker,
+            &run_dir.join("logs"),
+            &self.limits,
+            self.placement,
+        )
+    }
 }
 
 /// `" | group 8, overhead 6.1% | bottleneck cpu"` for status lines: the group under group
@@ -223,6 +238,13 @@ fn print_run(args: &BenchYsbArgs, report: &RunReport) {
             distribution(&check["committed_ms"]),
         );
     }
+    if let Some(median) = check["relative_difference_committed"]["p50"].as_f64() {
+        println!(
+            "  breakdown with its commit part vs measured to the commit: median {:+.1}%, |p99| {:.1}%",
+            median * 100.0,
+            check["relative_difference_committed_abs"]["p99"].as_f64().map_or(f64::NAN, |p99| p99 * 100.0),
+        );
+    }
     if let Some(cpu) = json["cpu_breakdown"].as_object() {
         let parts: Vec<String> =
             cpu.iter().map(|(kind, share)| format!("{kind} {:.0}%", share.as_f64().unwrap_or(0.0) * 100.0)).collect();
@@ -337,8 +359,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     let mut host = HostMeter::calibrated();
     // Watching from before the cluster starts: a batch's rows must not be written unseen.
     let watch = SinkWatch::start(&results_dir)?;
-    let cluster =
-        LocalCluster::start_limited(args.workers, args.cores_per_worker, &run_dir.join("logs"), &args.limits)?;
+    let cluster = args.start_cluster(run_dir)?;
     let started = std::time::Instant::now();
     let gave_up = Arc::new(AtomicBool::new(false));
     let give_up = Arc::new(tokio::sync::Notify::new());
@@ -368,6 +389,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     )
     .await;
     let host = host.finish();
+    let pinned = cluster.pinned();
     cluster.shutdown().await;
     crate::interrupt::check()?;
     let summary = summary?;
@@ -390,6 +412,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             "seed": args.ysb.seed,
             "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),
             "worker_limits": args.limits.config_json(),
+            "workers_pinned": pinned,
         }),
         rate: probe.rate,
         batch_interval_ms: args.ysb.batch_interval_ms(),

@@ -25,9 +25,12 @@ pub const DEFINITION: &str = "per batch after the warm-up: measured_us is the me
     generated events of (the time a reader of the sink directory first saw the batch's rows in the \
     last of the files that hold them − the event's event_time), the event times recomputed from the \
     generator function and the sight times taken by an inotify watcher in the bench process; \
-    breakdown_us is the sum of the breakdown's parts (wait_for_close measured by the sources, the \
-    rest from the task reports). relative_difference = (breakdown − measured) ÷ measured. \
-    committed_us is the same mean to the time the commit manifest first admitted the batch.";
+    breakdown_us is the sum of the breakdown's parts up to the batch's end (wait_for_close measured \
+    by the sources, the rest from the task reports). relative_difference = (breakdown − measured) ÷ \
+    measured. committed_us is the same mean to the time the watcher first saw the commit manifest \
+    admit the batch, breakdown_committed_us the breakdown's whole end to end, its commit part \
+    included (the driver's time of publishing that manifest); relative_difference_committed \
+    compares those two.";
 
 pub const CLOCKS: &str = "one host clock (CLOCK_REALTIME): the workers' task and monotask times, \
     the driver's, and the bench's watcher all read it; event times are the generator's schedule on \
@@ -42,12 +45,23 @@ pub struct BatchEndToEnd {
     pub measured_us: i64,
     /// To the manifest's commit, when the watcher saw one.
     pub committed_us: Option<i64>,
+    /// The breakdown's whole end to end, its commit part included.
+    pub breakdown_committed_us: i64,
 }
 
 impl BatchEndToEnd {
     pub fn relative_difference(&self) -> f64 {
-        (self.breakdown_us - self.measured_us) as f64 / (self.measured_us.max(1) as f64)
+        relative(self.breakdown_us, self.measured_us)
     }
+
+    /// As `relative_difference`, to the commit; `None` when the watcher saw none.
+    pub fn relative_difference_committed(&self) -> Option<f64> {
+        self.committed_us.map(|committed| relative(self.breakdown_committed_us, committed))
+    }
+}
+
+fn relative(breakdown_us: i64, measured_us: i64) -> f64 {
+    (breakdown_us - measured_us) as f64 / (measured_us.max(1) as f64)
 }
 
 /// Sum and count of the generated events' times in `[start_ms, end_ms)`, over all partitions.
@@ -79,7 +93,8 @@ pub fn compare(
             let times = event_times(breakdown.batch);
             Some(BatchEndToEnd {
                 batch: breakdown.batch,
-                breakdown_us: breakdown.end_to_end_us,
+                breakdown_us: breakdown.end_to_end_us - breakdown.commit_us,
+                breakdown_committed_us: breakdown.end_to_end_us,
                 measured_us: mean_latency_us(visible_us, times)?,
                 committed_us: sightings
                     .committed_at_us
@@ -107,11 +122,15 @@ pub struct EndToEndCheck {
     pub measured_ms: Distribution,
     /// To the manifest's commit: what a reader that trusts only committed output waits.
     pub committed_ms: Distribution,
+    /// Per batch the watcher saw committed, signed: the whole breakdown against `committed`.
+    pub relative_difference_committed: Distribution,
+    pub relative_difference_committed_abs: Distribution,
     /// |the sources' reported wait for the close − the generator's|, per batch, in µs (1 at
     /// most: rounding): shows that the wait the breakdown takes is the events' own.
     pub event_wait_error_us: Distribution,
     pub batches_without_event_wait: usize,
-    /// Per batch, as columns: `batch`, `breakdown_us`, `measured_us`, `committed_us`.
+    /// Per batch, as columns: `batch`, `breakdown_us`, `measured_us`, `committed_us`,
+    /// `breakdown_committed_us`.
     pub per_batch: BTreeMap<String, Vec<Option<i64>>>,
 }
 
@@ -131,6 +150,9 @@ pub fn end_to_end_check(
     let compared = compare(breakdowns, sightings, |batch| times.get(&batch).copied().unwrap_or((0, 0)));
     let relative: Vec<f64> = compared.iter().map(BatchEndToEnd::relative_difference).collect();
     let absolute: Vec<f64> = relative.iter().map(|value| value.abs()).collect();
+    let relative_committed: Vec<f64> =
+        compared.iter().filter_map(BatchEndToEnd::relative_difference_committed).collect();
+    let absolute_committed: Vec<f64> = relative_committed.iter().map(|value| value.abs()).collect();
     let ms = |values: Vec<i64>| Distribution::of(&values.iter().map(|us| *us as f64 / 1000.0).collect::<Vec<_>>());
     let mean = |values: &[i64]| (!values.is_empty()).then(|| values.iter().sum::<i64>() as f64 / values.len() as f64);
     let breakdown_us: Vec<i64> = compared.iter().map(|batch| batch.breakdown_us).collect();
@@ -152,6 +174,7 @@ pub fn end_to_end_check(
             ("breakdown_us", Some(batch.breakdown_us)),
             ("measured_us", Some(batch.measured_us)),
             ("committed_us", batch.committed_us),
+            ("breakdown_committed_us", Some(batch.breakdown_committed_us)),
         ];
         for (name, value) in columns {
             per_batch.entry(name.to_string()).or_default().push(value);
@@ -168,6 +191,8 @@ pub fn end_to_end_check(
         breakdown_ms: ms(breakdown_us),
         measured_ms: ms(measured_us),
         committed_ms: ms(compared.iter().filter_map(|batch| batch.committed_us).collect()),
+        relative_difference_committed: Distribution::of(&relative_committed),
+        relative_difference_committed_abs: Distribution::of(&absolute_committed),
         event_wait_error_us: Distribution::of(&wait_errors),
         batches_without_event_wait: batches.iter().filter(|batch| batch.event_wait_us.is_none()).count(),
         per_batch,
@@ -182,6 +207,10 @@ mod tests {
         LatencyBreakdown { batch, end_to_end_us, ..LatencyBreakdown::default() }
     }
 
+    fn committed_breakdown(batch: u64, end_to_end_us: i64, commit_us: i64) -> LatencyBreakdown {
+        LatencyBreakdown { commit_us, ..breakdown(batch, end_to_end_us) }
+    }
+
     #[test]
     fn the_measured_end_to_end_is_the_events_mean_wait_for_the_rows() {
         // Batch 3: two events at 1 000 and 1 004 ms, rows seen at 1 020.5 ms: they waited
@@ -192,12 +221,23 @@ mod tests {
             committed_at_us: [(3, 1_100_000)].into(),
         };
         let times = |batch| if batch == 3 { (2, 2_004) } else { (0, 0) };
-        let got = compare(&[breakdown(3, 20_350), breakdown(4, 9_000), breakdown(5, 1)], &sightings, times);
+        // The driver published the manifest 78.05 ms after the batch ended (commit part), the
+        // watcher saw it at 1 100 ms: 98 ms after the mean event, against 98.4 in the breakdown.
+        let breakdowns = [committed_breakdown(3, 98_400, 78_050), breakdown(4, 9_000), breakdown(5, 1)];
+        let got = compare(&breakdowns, &sightings, times);
         assert_eq!(
             got,
-            vec![BatchEndToEnd { batch: 3, breakdown_us: 20_350, measured_us: 18_500, committed_us: Some(98_000) }]
+            vec![BatchEndToEnd {
+                batch: 3,
+                breakdown_us: 20_350,
+                measured_us: 18_500,
+                committed_us: Some(98_000),
+                breakdown_committed_us: 98_400,
+            }]
         );
         assert!((got[0].relative_difference() - 0.1).abs() < 1e-12, "{}", got[0].relative_difference());
+        let committed = got[0].relative_difference_committed().expect("committed");
+        assert!((committed - 400.0 / 98_000.0).abs() < 1e-12, "{committed}");
     }
 
     #[test]
@@ -221,6 +261,7 @@ mod tests {
             coordination_us: 0,
             events: 20,
             event_wait_us,
+            committed_at_us: None,
         };
         let sightings = SinkSightings { rows_visible_at_us: [(1, 30_000)].into(), ..SinkSightings::default() };
         let check = end_to_end_check(&spec, &clock, &[sample(Some(5_600))], &[breakdown(1, 15_500)], &sightings);

@@ -25,6 +25,34 @@ pub struct LocalCluster {
     /// Workers the driver waits for before a job starts (and a restarted one before it
     /// resumes its job).
     expect_workers: u32,
+    /// Whether the workers started with the cluster each run on cpus of their own.
+    pinned: bool,
+}
+
+/// Where a local cluster's workers run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, clap::Args)]
+pub struct Placement {
+    /// Leave the local cluster's workers free to run on any core. By default, when the
+    /// workers' cores fit the host's, each worker runs on cores of its own (`sleet worker
+    /// --cpus`): workers that all start a batch at one instant otherwise share a core while
+    /// another idles, now and then.
+    #[arg(long)]
+    pub unpinned: bool,
+}
+
+impl Placement {
+    /// Each worker's cpus, in start order: consecutive slices of the cpus this process may
+    /// use, `cores_per_worker` each. `None` for all when unpinned, or when the slices do not
+    /// fit (more cores asked for than the host has: the kernel then spreads the load better
+    /// than fixed slices that overlap).
+    fn worker_cpus(self, workers: u32, cores_per_worker: u32) -> Vec<Option<Vec<usize>>> {
+        let cores = cores_per_worker.max(1) as usize;
+        let allowed = sleet_worker::cpu_pin::allowed_cpus().unwrap_or_default();
+        let fits = workers as usize * cores <= allowed.len();
+        (0..workers as usize)
+            .map(|index| (!self.unpinned && fits).then(|| allowed[index * cores..(index + 1) * cores].to_vec()))
+            .collect()
+    }
 }
 
 /// How long children get to exit after a shutdown request before they are killed.
@@ -32,15 +60,17 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 impl LocalCluster {
     pub fn start(workers: u32, cores_per_worker: u32, log_dir: &Path) -> Result<LocalCluster> {
-        LocalCluster::start_limited(workers, cores_per_worker, log_dir, &WorkerLimits::default())
+        LocalCluster::start_limited(workers, cores_per_worker, log_dir, &WorkerLimits::default(), Placement::default())
     }
 
-    /// A cluster whose workers run under `limits` (experiments' bandwidth limits).
+    /// A cluster whose workers run under `limits` (experiments' bandwidth limits), placed
+    /// on the host's cpus as `placement` says.
     pub fn start_limited(
         workers: u32,
         cores_per_worker: u32,
         log_dir: &Path,
         limits: &WorkerLimits,
+        placement: Placement,
     ) -> Result<LocalCluster> {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
         let exe = std::env::current_exe().context("locating the sleet binary")?;
@@ -55,20 +85,34 @@ impl LocalCluster {
             exe,
             limits: limits.clone(),
             expect_workers: workers,
+            pinned: false,
         };
-        for index in 1..=workers {
-            cluster.add_worker(&format!("worker-{index}"), cores_per_worker)?;
+        let worker_cpus = placement.worker_cpus(workers, cores_per_worker);
+        cluster.pinned = worker_cpus.iter().all(Option::is_some) && !worker_cpus.is_empty();
+        for (index, cpus) in (1..=workers).zip(worker_cpus) {
+            cluster.start_worker(&format!("worker-{index}"), cores_per_worker, cpus.as_deref())?;
         }
         Ok(cluster)
     }
 
-    /// Starts one more worker (it joins a running job at its next checkpoint); returns its
-    /// process id.
+    /// Whether the workers started with the cluster each run on cpus of their own.
+    pub fn pinned(&self) -> bool {
+        self.pinned
+    }
+
+    /// Starts one more worker (it joins a running job at its next checkpoint), free to run
+    /// on any cpu; returns its process id.
     pub fn add_worker(&mut self, name: &str, cores_per_worker: u32) -> Result<u32> {
+        self.start_worker(name, cores_per_worker, None)
+    }
+
+    fn start_worker(&mut self, name: &str, cores_per_worker: u32, cpus: Option<&[usize]>) -> Result<u32> {
         let log = log_file(&self.log_dir, &format!("{name}.log"))?;
+        let cpu_list = cpus.map(|cpus| cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(","));
         let child = child_command(&self.exe)
             .args(["worker", "--driver", &self.driver_address, "--cores", &cores_per_worker.to_string()])
             .args(["--name", name])
+            .args(cpu_list.iter().flat_map(|list| ["--cpus", list.as_str()]))
             .args(self.limits.worker_args())
             .stdout(Stdio::null())
             .stderr(log)

@@ -108,6 +108,11 @@ enum Command {
         advertise: Option<String>,
         #[arg(long)]
         name: Option<String>,
+        /// Run only on these cpus, as `taskset` writes them (`0-1`, `2,3`); cpu pool thread i
+        /// takes the i-th. Workers sharing a host each on cores of their own start a batch's
+        /// tasks together without two landing on one core [default: any cpu].
+        #[arg(long, value_parser = sleet_worker::cpu_pin::parse_cpu_list_flag)]
+        cpus: Option<sleet_worker::cpu_pin::CpuList>,
         #[command(flatten)]
         limits: worker_limits::WorkerLimits,
         /// How long to keep trying to reach the driver, at start and when it goes away (a
@@ -221,6 +226,13 @@ fn main() -> ExitCode {
             return if error.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
         }
     };
+    // Before any thread starts, so that every thread of the worker inherits the cpus.
+    if let Command::Worker { cpus: Some(sleet_worker::cpu_pin::CpuList(cpus)), .. } = &cli.command {
+        if let Err(error) = sleet_worker::cpu_pin::pin_this_thread(cpus) {
+            eprintln!("sleet: cannot run the worker on cpus {cpus:?}: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
     // A worker's compute runs on its own monotask pools; its async side only moves messages,
     // and one thread does that without waking a second one for every message.
     let builder = match &cli.command {
@@ -306,7 +318,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             };
             sleet_driver::run(config).await.context("driver failed")?;
         }
-        Command::Worker { driver, cores, listen, advertise, name, limits, driver_reconnect } => {
+        Command::Worker { driver, cores, listen, advertise, name, cpus, limits, driver_reconnect } => {
             arm_failpoints()?;
             let config = sleet_worker::WorkerConfig {
                 driver_address: driver,
@@ -320,6 +332,7 @@ async fn run(command: Command) -> Result<ExitCode> {
                 sync_writes: limits.sync_writes,
                 report_monotasks: !limits.no_monotask_records,
                 driver_reconnect,
+                cpus: cpus.map(|list| list.0).unwrap_or_default(),
             };
             sleet_worker::run(config).await.context("worker failed")?;
         }

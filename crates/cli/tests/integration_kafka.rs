@@ -75,6 +75,19 @@ fn a_live_stream_is_counted_exactly() {
     let json = read_json(&result);
     assert_eq!(json["correct"], true, "{json:#}");
     assert_eq!(json["events_in"], json["kafka"]["events_written"]);
+    // Every batch measured its events' wait for the close from their Kafka timestamps (the
+    // producer stamps a record when it sends it, a moment after the events' times): about
+    // half of the 20 ms interval plus the producer's lag, never hundreds of ms.
+    let batches = json["clarity"]["samples"]["batches"].as_array().expect("batch samples");
+    let mut waits: Vec<i64> = batches
+        .iter()
+        .filter(|batch| batch["events"].as_u64() > Some(0))
+        .map(|batch| batch["event_wait_us"].as_i64().unwrap_or_else(|| panic!("no measured wait: {batch}")))
+        .collect();
+    assert!(waits.len() > 100, "{} batches with events", waits.len());
+    waits.sort_unstable();
+    let median = waits[waits.len() / 2];
+    assert!((-20_000..=200_000).contains(&median), "median wait for the close {median} µs");
 }
 
 /// A driver and one worker on loopback; the reaper stops them.

@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sleet_clarity::Resource;
+use sleet_clarity::{EventWait, Resource};
 use sleet_exec::RawRecords;
 use sleet_kafka::fetch::{FetchSettings, PartitionReader};
 use sleet_kafka::offsets::{OffsetQuery, READ_COMMITTED, READ_UNCOMMITTED};
@@ -193,6 +193,7 @@ impl Source for KafkaSource {
             EventTimeSource::Field => None,
         };
         let mut taken = 0;
+        let mut timestamp_sum_ms: i64 = 0;
         while taken < limit {
             let Some(chunk) = buffer.chunks.front_mut() else { break };
             let available = chunk.records.len() - chunk.taken;
@@ -201,6 +202,9 @@ impl Source for KafkaSource {
                 None => available,
             };
             let take = below_end.min(limit - taken);
+            timestamp_sum_ms = chunk.timestamps[chunk.taken..chunk.taken + take]
+                .iter()
+                .fold(timestamp_sum_ms, |sum, timestamp| sum.wrapping_add(*timestamp));
             match record_timestamp {
                 // The whole chunk: hand over its buffers instead of copying them.
                 None if chunk.taken == 0 && take == available && out.is_empty() => {
@@ -235,6 +239,12 @@ impl Source for KafkaSource {
         buffer.position = end;
         drop(buffer);
         self.shared.room.notify_all();
+        // Each record's wait from its Kafka timestamp (the producer's create time, or the
+        // broker's append time) to the batch's close: the breakdown's wait_for_close,
+        // measured without decoding a value.
+        if taken > 0 {
+            out.event_wait = Some(EventWait::from_time_sum(end_ms, taken as u64, timestamp_sum_ms));
+        }
         Ok(SourceRange::Offsets { start, end })
     }
 
@@ -293,7 +303,7 @@ fn prefetch(spec: &KafkaSourceSpec, mut reader: PartitionReader, shared: &Shared
         if stop {
             return;
         }
-        let result = fetch_chunk(spec, &mut reader, from, shared, &mut size_hint);
+        let result = fetch_chunk(&mut reader, from, shared, &mut size_hint);
         let mut buffer = shared.buffer.lock().expect("buffer lock");
         match result {
             Ok(()) => {
@@ -326,7 +336,6 @@ fn start_offset(spec: &KafkaSourceSpec, partition: u32, reader: &mut PartitionRe
 /// One fetch from `from`, appended to the buffer as a chunk. When nothing new arrived the
 /// broker already waited `FETCH_WAIT_MS`, so the loop does not spin.
 fn fetch_chunk(
-    spec: &KafkaSourceSpec,
     reader: &mut PartitionReader,
     from: i64,
     shared: &Shared,
@@ -337,26 +346,25 @@ fn fetch_chunk(
     let (records_hint, bytes_hint) = *size_hint;
     let mut chunk = Chunk {
         records: RawRecords::with_capacity(records_hint + records_hint / 4, bytes_hint + bytes_hint / 4),
-        timestamps: Vec::new(),
+        timestamps: Vec::with_capacity(records_hint + records_hint / 4),
         taken: 0,
         bytes: 0,
     };
     chunk.records.positions.reserve(records_hint + records_hint / 4);
-    let keep_timestamps = matches!(spec.event_time, EventTimeSource::RecordTimestamp(_));
     let next_offset = reader.fetch(from, i64::MAX, &mut |record| {
         // A record without a value (a tombstone) is still a record of the range: it goes
         // to the decoder as empty and becomes a dead letter there, so the count stays exact.
         chunk.records.push(record.value.unwrap_or(&[]));
         chunk.records.positions.push(record.offset);
-        if keep_timestamps {
-            chunk.timestamps.push(record.timestamp);
-        }
+        chunk.timestamps.push(record.timestamp);
     })?;
     *size_hint = (chunk.records.len(), chunk.records.data.len());
     let mut buffer = shared.buffer.lock().expect("buffer lock");
     buffer.fetched_to = next_offset;
     if !chunk.records.is_empty() {
-        chunk.bytes = chunk.records.data.capacity() + chunk.records.positions.capacity() * 12;
+        chunk.bytes = chunk.records.data.capacity()
+            + chunk.records.positions.capacity() * 12
+            + chunk.timestamps.capacity() * std::mem::size_of::<i64>();
         buffer.records += chunk.records.len();
         buffer.bytes += chunk.bytes;
         buffer.chunks.push_back(chunk);

@@ -73,6 +73,9 @@ pub struct OutputCommits {
     last_publish_ms: i64,
     /// The current segment's end as last published.
     published: Option<u64>,
+    /// The last batch a publication admitted and when it was published (µs), until taken
+    /// (`take_publication`).
+    publication: Option<(u64, i64)>,
 }
 
 impl OutputCommits {
@@ -84,6 +87,7 @@ impl OutputCommits {
             completed: CountedBatches::below(0),
             last_publish_ms: i64::MIN,
             published: None,
+            publication: None,
         }
     }
 
@@ -100,6 +104,7 @@ impl OutputCommits {
             completed: CountedBatches::below(segment.last_batch.map_or(segment.first_batch, |last| last + 1)),
             last_publish_ms: i64::MIN,
             published: segment.last_batch,
+            publication: None,
         }
     }
 
@@ -155,7 +160,16 @@ impl OutputCommits {
         }
         sleet_failpoint::hit("driver-after-manifest");
         self.published = mark;
+        if let Some(mark) = mark.filter(|_| !self.dirs.is_empty()) {
+            self.publication = Some((mark, sleet_wire::clock::now_us()));
+        }
         Ok(())
+    }
+
+    /// The newest publication since the last call: the last batch it admitted and when. A
+    /// job without output directories commits nothing, so it has none.
+    pub fn take_publication(&mut self) -> Option<(u64, i64)> {
+        self.publication.take()
     }
 
     /// A recovery: the failed attempt's segment is published as it stands and the next
@@ -207,6 +221,7 @@ mod tests {
         assert_eq!(commits.committed_in_memory(), Some(1));
         // Batch 3 completed ahead of 2, then the attempt failed: 3 is done again.
         assert_eq!(commits.start_attempt(1).expect("no dirs, no I/O"), Some(1));
+        assert_eq!(commits.take_publication(), None, "no output directory: nothing is committed for a reader");
         assert_eq!(commits.manifest().segments, vec![segment(0, 0, Some(1)), segment(1, 2, None)]);
         assert_eq!(commits.committed_in_memory(), Some(1), "nothing of attempt 1 yet");
         assert!(!commits.completed(1), "a re-run of a committed batch changes nothing");
@@ -233,10 +248,16 @@ mod tests {
         let mut commits = OutputCommits::new(9, dirs);
         let read = |dir: &str| sleet_connectors::manifest::read_manifest(&root.join(dir)).expect("read");
         commits.completed(0);
+        let before_us = sleet_wire::clock::now_us();
         commits.publish_if_due(1_000).expect("publish");
         assert_eq!(read("results").expect("published").segments, vec![segment(0, 0, Some(0))]);
+        let (through, at_us) = commits.take_publication().expect("a publication");
+        assert_eq!(through, 0);
+        assert!((before_us..=sleet_wire::clock::now_us()).contains(&at_us), "stamped when written");
+        assert_eq!(commits.take_publication(), None, "taken once");
         commits.completed(1);
         commits.publish_if_due(1_050).expect("too soon: nothing written");
+        assert_eq!(commits.take_publication(), None);
         assert_eq!(read("dead").expect("published").segments, vec![segment(0, 0, Some(0))]);
         commits.publish_if_due(1_100).expect("publish");
         assert_eq!(read("dead").expect("published").segments, vec![segment(0, 0, Some(1))]);

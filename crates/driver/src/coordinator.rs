@@ -474,6 +474,7 @@ impl Coordinator {
                     session.checkpoints.discard();
                     // After the workers flushed: what the last manifest admits is on disk.
                     let finished = session.commits.finish().map_err(DriverError::Commit);
+                    session.stamp_commits();
                     return other.and(finished).map(|()| session.stats.summary(now_ms()));
                 }
             };
@@ -522,6 +523,7 @@ impl Coordinator {
             session.pending_checkpoints.clear();
             session.handoff_after = None;
             committed = session.commits.start_attempt(attempt.number + 1).map_err(DriverError::Commit)?;
+            session.stamp_commits();
             let from = checkpoint.as_ref().map_or("the start (no checkpoint yet)".to_string(), |c| {
                 format!("the checkpoint after batch {}", c.batch)
             });

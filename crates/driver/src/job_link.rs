@@ -163,10 +163,19 @@ impl JobSession {
             }
         }
         self.commits.publish_if_due(now_ms).map_err(DriverError::Commit)?;
+        self.stamp_commits();
         if now_ms.saturating_sub(self.figures_saved_at_ms) >= FIGURES_SAVE_INTERVAL_MS {
             self.save_figures(now_ms)?;
         }
         Ok(())
+    }
+
+    /// Gives the batches the latest published manifest admitted their commit time, for the
+    /// latency breakdown. Called after anything that may publish.
+    pub fn stamp_commits(&mut self) {
+        if let Some((through, at_us)) = self.commits.take_publication() {
+            self.stats.committed_through(through, at_us);
+        }
     }
 
     /// Saves the figures and the replay log to the state directory. The replay log on disk

@@ -235,6 +235,11 @@ impl JobStats {
         self.groups.back()
     }
 
+    /// Every batch up to `through` is committed, as of `at_us` (those not stamped before).
+    pub fn committed_through(&mut self, through: u64, at_us: i64) {
+        self.samples.committed_through(through, at_us);
+    }
+
     /// A completed batch's output, counted the first time the batch completes. A batch
     /// re-run after a failure reads the same input and produces the same rows, so its first
     /// record stands: that is when its results became visible. `coordination_us` is the

@@ -78,6 +78,7 @@ pub fn batch_sample(record: &BatchRecord, tasks: &[TaskSample], coordination_us:
         coordination_us,
         events: record.events_in,
         event_wait_us: record.event_wait.and_then(|wait| wait.mean_us()),
+        committed_at_us: None,
     }
 }
 
@@ -138,6 +139,21 @@ impl SampleLog {
                 entry.batch.coordination_us = share_us;
                 entry.awaiting_group = None;
             }
+        }
+    }
+
+    /// A published commit admitted every batch up to `through`: those without a commit time
+    /// get `at_us`. Commits only move forward, so the walk from the newest entry stops at the
+    /// first one at or below `through` that a publication stamped before.
+    pub fn committed_through(&mut self, through: u64, at_us: i64) {
+        for entry in self.log.iter_mut().rev() {
+            if entry.batch.batch > through {
+                continue;
+            }
+            if entry.batch.committed_at_us.is_some() {
+                break;
+            }
+            entry.batch.committed_at_us = Some(at_us);
         }
     }
 
@@ -269,6 +285,7 @@ mod tests {
             coordination_us: 250,
             events: 500,
             event_wait_us: Some(50_002),
+            committed_at_us: None,
         };
         assert_eq!(got, expected);
         assert_eq!(batch_sample(&record(0, None), &[], 0).first_task_started_at_us, 1_000_000, "from the record");
@@ -305,6 +322,24 @@ mod tests {
         assert_eq!(tasks, vec![(0, 0, 10), (0, 1, 12), (1, 0, 11)]);
         assert_eq!(log.recent(i64::MAX, 10).map(|run| run.batches.len()), Some(2));
         assert_eq!(log.recent(50_000, 10).map(|run| run.batches.len()), Some(1), "closed 100 ms apart");
+    }
+
+    #[test]
+    fn each_batch_takes_the_time_of_the_first_commit_that_admitted_it() {
+        let mut log = SampleLog::default();
+        log.set_shape(shape());
+        // Batch 2 completes before 1; the first publication admits only 0.
+        for batch in [0, 2] {
+            log.batch_completed(&record(batch, None), Some(0));
+        }
+        log.committed_through(0, 5_000);
+        log.batch_completed(&record(1, None), Some(0));
+        log.committed_through(2, 9_000);
+        log.batch_completed(&record(3, None), Some(0));
+        log.committed_through(2, 12_000);
+        let run = log.run_samples().expect("samples");
+        let stamps: Vec<(u64, Option<i64>)> = run.batches.iter().map(|b| (b.batch, b.committed_at_us)).collect();
+        assert_eq!(stamps, vec![(0, Some(5_000)), (1, Some(9_000)), (2, Some(9_000)), (3, None)]);
     }
 
     #[test]

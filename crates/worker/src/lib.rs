@@ -14,6 +14,7 @@ pub mod alarm;
 pub mod announce;
 pub mod bandwidth;
 pub mod block_store;
+pub mod cpu_pin;
 pub mod error;
 pub mod heartbeat;
 pub mod job;

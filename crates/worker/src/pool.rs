@@ -54,13 +54,26 @@ pub struct Measured<T> {
 
 impl ResourcePool {
     pub fn new(resource: Resource, threads: usize, queue_len_max: usize) -> Self {
+        ResourcePool::pinned(resource, threads, queue_len_max, &[])
+    }
+
+    /// A pool whose thread `i` runs only on `cpus[i % cpus.len()]` (none: anywhere the
+    /// process may). Threads released together, as a batch's tasks are, then never land on
+    /// one core while another idles (`cpu_pin`).
+    pub fn pinned(resource: Resource, threads: usize, queue_len_max: usize, cpus: &[usize]) -> Self {
         assert!(threads > 0, "a resource pool needs at least one thread");
         let queue = Arc::new(JobQueue::default());
         for index in 0..threads {
             let queue = Arc::clone(&queue);
+            let cpu = (!cpus.is_empty()).then(|| cpus[index % cpus.len()]);
             thread::Builder::new()
                 .name(format!("sleet-{}-{index}", resource_name(resource)))
                 .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        if let Err(error) = crate::cpu_pin::pin_this_thread(&[cpu]) {
+                            eprintln!("sleet worker: could not pin a pool thread to cpu {cpu}: {error}");
+                        }
+                    }
                     never_preempt_wakers();
                     while let Some(job) = queue.take() {
                         job();

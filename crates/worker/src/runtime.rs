@@ -58,6 +58,9 @@ pub struct WorkerConfig {
     pub report_monotasks: bool,
     /// How long to keep trying to reach a driver that went away; zero: exit at once.
     pub driver_reconnect: Duration,
+    /// The cpus this worker runs on (the caller pins the process before it starts threads);
+    /// cpu pool thread `i` takes `cpus[i % len]`. Empty: not pinned.
+    pub cpus: Vec<usize>,
 }
 
 /// How often a worker that lost its driver tries to connect again.
@@ -213,7 +216,7 @@ async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<S
         shuffle_address: shuffle_address.clone(),
         cpu: match config.cores {
             0 | 1 => ResourcePool::inline(Resource::Cpu),
-            cores => ResourcePool::new(Resource::Cpu, cores as usize, MONOTASK_QUEUE_LEN_MAX),
+            cores => ResourcePool::pinned(Resource::Cpu, cores as usize, MONOTASK_QUEUE_LEN_MAX, &config.cpus),
         },
         disk: ResourcePool::new(Resource::Disk, 1, MONOTASK_QUEUE_LEN_MAX)
             .with_limit(BandwidthLimit::new(config.disk_bytes_per_s).map(Arc::new)),
