@@ -35,8 +35,8 @@ struct Case {
 const CASES: [Case; 5] = [
     Case {
         expected: Bottleneck::Cpu,
-        flags: "--workers 2 --batch-interval 100ms --rate 1000000",
-        why: "about half the capacity of two 1-core workers: map compute fills most of each batch",
+        flags: "--workers 2 --batch-interval 100ms --rate 4000000",
+        why: "about two thirds of the capacity of two pinned 1-core workers: map compute fills most of each batch",
     },
     Case {
         expected: Bottleneck::Net,
