@@ -328,6 +328,11 @@ async fn rerun_slowed_runs<'a>(
                 let slot = &mut runs.get_mut(flags).expect("a configuration that ran")[position];
                 let keep_new = again.decode_ns_per_event.is_some_and(|ns| ns < decode);
                 let (kept, aside) = if keep_new { (again, slot.clone()) } else { (slot.clone(), again) };
+                if let Some(dir) = args.save_runs.as_ref().filter(|_| !keep_new) {
+                    // `take_run` kept the attempt set aside under this name; a later
+                    // `--from-runs` must read the one that stays.
+                    save_run(&dir.join(kept_name(index, repeat)), &args.runs.with_length(flags), &kept.json)?;
+                }
                 set_aside.push(json!({
                     "flags": flags,
                     "repeat": repeat,
@@ -349,12 +354,6 @@ async fn rerun_slowed_runs<'a>(
     });
     if let Some(dir) = &args.save_runs {
         write_output(&dir.join(HOST_CHECK_FILE), &serde_json::to_string_pretty(&check)?)?;
-        // The kept attempt is the one a later `--from-runs` must read.
-        for (index, flags) in configurations.iter().enumerate() {
-            for (position, run) in runs[flags].iter().enumerate() {
-                save_run(&dir.join(kept_name(index, position as u32 + 1)), &args.runs.with_length(flags), &run.json)?;
-            }
-        }
     }
     Ok(check)
 }

@@ -111,7 +111,7 @@ enum Command {
         /// Run only on these cpus, as `taskset` writes them (`0-1`, `2,3`); cpu pool thread i
         /// takes the i-th. Workers sharing a host each on cores of their own start a batch's
         /// tasks together without two landing on one core [default: any cpu].
-        #[arg(long, value_parser = sleet_worker::cpu_pin::parse_cpu_list_flag)]
+        #[arg(long)]
         cpus: Option<sleet_worker::cpu_pin::CpuList>,
         #[command(flatten)]
         limits: worker_limits::WorkerLimits,

@@ -11,13 +11,16 @@
 
 use std::io;
 
-/// A set of cpus, in order, no repeats.
+/// A set of cpus, in order, no repeats: one command-line value (`parse_cpu_list`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuList(pub Vec<usize>);
 
-/// `parse_cpu_list` as one value (a command-line flag's parser).
-pub fn parse_cpu_list_flag(text: &str) -> Result<CpuList, String> {
-    parse_cpu_list(text).map(CpuList)
+impl std::str::FromStr for CpuList {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        parse_cpu_list(text).map(CpuList)
+    }
 }
 
 /// Parses a cpu list as `taskset` and `/sys` write it: `0-3,6,8-9`. Sorted, no repeats.
