@@ -43,6 +43,26 @@ pub struct HostCapacity {
     /// round trip). `None` in older results.
     #[serde(default)]
     pub link_bytes_per_s: Option<f64>,
+    /// The part of a source stage's map task that does not grow with its input, calibrated
+    /// before the run. `None` in older results and where nothing calibrated it.
+    #[serde(default)]
+    pub map_task_fixed: Option<MapTaskFixedCost>,
+}
+
+/// Cpu time a source stage's map task takes whatever its input's size: the intercept of its
+/// time against its events, from the job's own map pipeline run at two input sizes after the
+/// idle gap a batch interval leaves (allocating buffers, faulting in memory the allocator
+/// gave back while the worker idled, caches that other processes cooled). On this host a
+/// 5 000-event task paid ~0.4 ms of it and a 50 000-event one the same, so it does not
+/// divide when more tasks share a batch's events, nor double when a batch holds twice as
+/// many.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MapTaskFixedCost {
+    /// Of the `SourceRead` monotask: producing or reading the raw input.
+    pub source_read_us: f64,
+    /// Of the compute monotask (decoding, operators, partitioning, combine): taken by the
+    /// model from `MapCompute`, the part that runs the operators.
+    pub map_compute_us: f64,
 }
 
 impl HostCapacity {
@@ -96,7 +116,7 @@ mod tests {
     use crate::record::MonotaskKind;
 
     fn host(cores: u32, busy_cores: f64, all_busy_core_speed: f64) -> HostCapacity {
-        HostCapacity { cores, busy_cores, all_busy_core_speed, link_bytes_per_s: None }
+        HostCapacity { cores, busy_cores, all_busy_core_speed, link_bytes_per_s: None, map_task_fixed: None }
     }
 
     fn check(host: HostCapacity, job_cores: f64, other_cores: f64, expected: f64) {

@@ -37,7 +37,7 @@ pub use analysis::{analyze, Analysis, BreakdownReport, ResourceUse, SecondParts,
 pub use blocked::{batch_blocked, blocked, BatchBlocked, BlockedReport, Blocker, BlockerSpeedup};
 pub use breakdown::{breakdown, breakdowns, part_distributions, LatencyBreakdown, PartDistribution, StageSpan};
 pub use error::ClarityError;
-pub use host::HostCapacity;
+pub use host::{HostCapacity, MapTaskFixedCost};
 pub use model::{
     model, model_of, terms, throughputs, utilization, Bottleneck, JobModel, JobTerms, ResourceSecond, StageModel,
     StageTerms, Throughputs, SOURCE_BOUND_SHARE,

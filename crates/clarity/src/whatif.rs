@@ -13,6 +13,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ClarityError;
+use crate::host::MapTaskFixedCost;
 use crate::model::{model_of, terms, Bottleneck, JobTerms, Throughputs};
 use crate::record::{MonotaskKind, Resource};
 use crate::sample::RunSamples;
@@ -147,13 +148,22 @@ const MODEL_ASSUMPTIONS: [&str; 3] = [
 /// run. No scenarios: the model's own baseline, exactly.
 pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) -> Prediction {
     let baseline = crate::model::model(run);
+    let baseline_terms = terms(run);
     let mut changed = Changed {
-        terms: terms(run),
+        fixed: FixedWork::of(run, &baseline_terms),
+        terms: baseline_terms,
         throughputs: baseline.throughputs,
         interval_us: baseline.interval_us,
         cores: run.shape.cores(),
         assumptions: MODEL_ASSUMPTIONS.iter().map(|text| text.to_string()).collect(),
     };
+    if changed.fixed.total_us() > 0.0 {
+        changed.assumptions.push(format!(
+            "of each source task's cpu time, {:.0} µs of source read and {:.0} µs of map compute do not grow with its \
+             events (calibrated before the run): they stay per task when the events per task change",
+            changed.fixed.cost.source_read_us, changed.fixed.cost.map_compute_us
+        ));
+    }
     for scenario in scenarios {
         changed.apply(*scenario, run, params);
     }
@@ -184,8 +194,9 @@ pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) 
         interval_us: changed.interval_us,
         bottleneck: model.bottleneck,
         baseline_rate_events_per_s: baseline_rate,
-        stable_rate_events_per_s: baseline_rate
-            .and_then(|rate| stable_rate_multiple(&changed.terms, scale, changed.interval_us).map(|m| m * rate)),
+        stable_rate_events_per_s: baseline_rate.and_then(|rate| {
+            stable_rate_multiple(&changed.terms, changed.fixed.total_us(), scale, changed.interval_us).map(|m| m * rate)
+        }),
         assumptions: changed.assumptions,
     }
 }
@@ -196,20 +207,81 @@ fn baseline_rate_events_per_s(run: &RunSamples) -> Option<f64> {
     (seconds > 0.0).then(|| run.batches.iter().map(|batch| batch.events as f64).sum::<f64>() / seconds)
 }
 
-/// The largest multiple m of the baseline rate with scale × max(m × execution, coordination)
-/// ≤ interval: execution grows with the events, coordination does not. `None` when nothing
-/// grows with the rate; 0 when coordination alone overruns the interval.
-fn stable_rate_multiple(terms: &JobTerms, scale: f64, interval_us: f64) -> Option<f64> {
-    let execution_us = scale * terms.execution_us();
-    if scale * terms.coordination_us > interval_us {
+/// The largest multiple m of the baseline rate with
+/// scale × max(m × growing + fixed, coordination) ≤ interval: execution grows with the events
+/// but for the fixed work per task (`fixed_us` of it), coordination does not. `None` when
+/// nothing grows with the rate; 0 when coordination or the fixed work alone overruns the
+/// interval.
+fn stable_rate_multiple(terms: &JobTerms, fixed_us: f64, scale: f64, interval_us: f64) -> Option<f64> {
+    let execution_us = terms.execution_us();
+    let fixed_us = fixed_us.clamp(0.0, execution_us);
+    let growing_us = scale * (execution_us - fixed_us);
+    if scale * terms.coordination_us > interval_us || scale * fixed_us > interval_us {
         return Some(0.0);
     }
-    (execution_us > 0.0).then(|| interval_us / execution_us)
+    (growing_us > 0.0).then(|| (interval_us - scale * fixed_us) / growing_us)
+}
+
+/// A fixed share above this of a cell's time is taken as a calibration that measured
+/// something else: the rest of the cell still grows with its events.
+const FIXED_SHARE_MAX: f64 = 0.8;
+
+/// The cpu work in the model's terms that does not grow with a task's events
+/// (`MapTaskFixedCost`): per batch, each source task's fixed cost over the job's cores,
+/// in the `SourceRead` and `MapCompute` cells of the stages that read a source. It stays per
+/// task, so it does not divide when more tasks share the events (cores, workers) nor grow
+/// when a task gets more of them (interval).
+struct FixedWork {
+    cost: MapTaskFixedCost,
+    /// Per stage of `JobTerms::stages`, the fixed part of its source read and map compute
+    /// cells, as the scenarios so far left it.
+    cells: Vec<[f64; 2]>,
+}
+
+impl FixedWork {
+    const KINDS: [MonotaskKind; 2] = [MonotaskKind::SourceRead, MonotaskKind::MapCompute];
+
+    fn of(run: &RunSamples, terms: &JobTerms) -> FixedWork {
+        let cost = run
+            .host
+            .and_then(|host| host.map_task_fixed)
+            .unwrap_or(MapTaskFixedCost { source_read_us: 0.0, map_compute_us: 0.0 });
+        let batches = crate::model::batch_count(run);
+        let cores = run.shape.cores();
+        let cells = terms
+            .stages
+            .iter()
+            .map(|stage| {
+                let source_tasks = run
+                    .tasks
+                    .iter()
+                    .filter(|task| task.stage == stage.stage)
+                    .filter(|task| task.monotasks.iter().any(|m| m.kind == MonotaskKind::SourceRead))
+                    .count() as f64;
+                let per_batch = source_tasks / batches / cores;
+                let fixed = |kind: MonotaskKind, cost_us: f64| {
+                    (per_batch * cost_us.max(0.0)).min(FIXED_SHARE_MAX * stage.ideal(kind, Resource::Cpu))
+                };
+                [fixed(Self::KINDS[0], cost.source_read_us), fixed(Self::KINDS[1], cost.map_compute_us)]
+            })
+            .collect();
+        FixedWork { cost, cells }
+    }
+
+    fn cell(&mut self, stage: usize, kind: MonotaskKind, resource: Resource) -> Option<&mut f64> {
+        let index = Self::KINDS.iter().position(|fixed| *fixed == kind)?;
+        (resource == Resource::Cpu).then(|| &mut self.cells[stage][index])
+    }
+
+    fn total_us(&self) -> f64 {
+        self.cells.iter().flatten().sum()
+    }
 }
 
 /// The run's terms as a scenario changes them, with what each change assumes.
 struct Changed {
     terms: JobTerms,
+    fixed: FixedWork,
     throughputs: Throughputs,
     interval_us: f64,
     /// The job's cores, workers × cores per worker, as the scenarios so far left them.
@@ -223,16 +295,22 @@ impl Changed {
         match scenario {
             Scenario::Cores(k) => {
                 let host = self.host_factor(scenario, run, k);
-                self.scale(|_, resource| if resource == Resource::Cpu { host / k } else { 1.0 });
+                self.scale_split(
+                    |_, resource| if resource == Resource::Cpu { host / k } else { 1.0 },
+                    |_, resource| if resource == Resource::Cpu { host } else { 1.0 },
+                );
             }
             Scenario::Workers(k) => {
                 let fetch = remote_share_factor(workers, workers * k);
                 let host = self.host_factor(scenario, run, k);
-                self.scale(|kind, resource| match (kind, resource) {
-                    (MonotaskKind::ShuffleFetch, Resource::Net) => fetch.unwrap_or(1.0) / k,
-                    (_, Resource::Cpu) => host / k,
-                    _ => 1.0 / k,
-                });
+                self.scale_split(
+                    |kind, resource| match (kind, resource) {
+                        (MonotaskKind::ShuffleFetch, Resource::Net) => fetch.unwrap_or(1.0) / k,
+                        (_, Resource::Cpu) => host / k,
+                        _ => 1.0 / k,
+                    },
+                    |_, resource| if resource == Resource::Cpu { host } else { 1.0 },
+                );
                 self.note(scenario, "partitions spread evenly over the workers; coordination per batch unchanged");
                 match fetch {
                     Some(factor) => self.note(
@@ -323,12 +401,15 @@ impl Changed {
     }
 
     /// Moves the aggregation of the shuffled rows to the side that does it with combine
-    /// `on` or off: a combine folds rows into partial aggregates with one hash update per
-    /// row, the work the reduce does on the same rows when nothing combined them first.
-    /// Turning it off moves each stage's `Combine` time to the stage after it (which reads
-    /// its shuffle); turning it on leaves the reduce `ratio` of its compute and moves the
-    /// rest to the stage before it. Records without `Combine` monotasks (older results)
-    /// cannot tell the combine's time, so reduce compute scales with the shuffle's rows.
+    /// `on` or off. A combine folds a map task's rows into partial aggregates, one hash
+    /// update per row: the work the reduce does on the same rows when nothing combined them
+    /// first. Without a combine the map task partitions every row into shuffle blocks
+    /// instead, about the same work per row (measured on ysb: map compute 682 µs per task
+    /// without a combine against 382 + 282 with one), so the map stage's time stays either
+    /// way. Turning it off adds each stage's `Combine` time to the stage after it (which
+    /// reads its shuffle); turning it on leaves the reduce `ratio` of its compute. Records
+    /// without `Combine` monotasks (older results) cannot tell the combine's time, so reduce
+    /// compute scales with the shuffle's rows.
     fn move_aggregation(&mut self, scenario: Scenario, on: bool, run: &RunSamples, params: &WhatIfParams, factor: f64) {
         let cpu = Resource::Cpu as usize;
         let (combine, reduce) = (MonotaskKind::Combine as usize, MonotaskKind::ReduceCompute as usize);
@@ -337,29 +418,27 @@ impl Changed {
             return;
         }
         if !on && run.records_combining() {
-            for index in 0..stages.len() {
-                let combined_us = std::mem::take(&mut stages[index].ideal_us[combine][cpu]);
-                if let Some(next) = stages.get_mut(index + 1) {
-                    next.ideal_us[reduce][cpu] += combined_us;
-                }
+            for index in 0..stages.len().saturating_sub(1) {
+                let combined_us = stages[index].ideal_us[combine][cpu];
+                stages[index + 1].ideal_us[reduce][cpu] += combined_us;
             }
             self.note(
                 scenario,
-                "the map-side combine's time moves to the reduce stage, which aggregates the same rows one hash \
-                 update each; the reduce's own work besides stays",
+                "the reduce stage gains the map-side combine's time, aggregating the same rows one hash update \
+                 each; the map stage keeps it, partitioning every row into shuffle blocks instead; the reduce's \
+                 own work besides stays",
             );
         } else if on {
             let kept = factor.clamp(0.0, 1.0);
-            for index in 1..stages.len() {
-                let reduce_us = stages[index].ideal_us[reduce][cpu];
-                stages[index].ideal_us[reduce][cpu] = reduce_us * kept;
-                stages[index - 1].ideal_us[combine][cpu] += reduce_us * (1.0 - kept);
+            for stage in stages.iter_mut().skip(1) {
+                stage.ideal_us[reduce][cpu] *= kept;
             }
             self.note(
                 scenario,
                 &format!(
-                    "the reduce keeps {:.1} % of its compute (the rows a combine leaves); the rest, aggregating \
-                     raw rows, moves to the map stage before it",
+                    "the reduce keeps {:.1} % of its compute (the rows a combine leaves); the map stage's time \
+                     stays, its combine's hash update per row taking the place of partitioning that row into a \
+                     shuffle block",
                     kept * 100.0
                 ),
             );
@@ -380,12 +459,33 @@ impl Changed {
         self.scale(|kind, resource| if (kind, resource) == (scaled, Resource::Cpu) { factor } else { 1.0 });
     }
 
-    /// Multiplies every ideal-time cell by `factor(kind, resource)`.
+    /// Multiplies every ideal-time cell by `factor(kind, resource)`; fixed work per task
+    /// stays.
     fn scale(&mut self, factor: impl Fn(MonotaskKind, Resource) -> f64) {
-        for stage in &mut self.terms.stages {
+        self.scale_split(factor, |_, _| 1.0);
+    }
+
+    /// Multiplies the part of each cell that grows with the events by `growing(kind,
+    /// resource)` and its fixed work per task by `fixed(kind, resource)`. Written as
+    /// `cell × growing + fixed work × (fixed − growing)`, so that factors of 1 leave a cell
+    /// exactly as it was.
+    fn scale_split(
+        &mut self,
+        growing: impl Fn(MonotaskKind, Resource) -> f64,
+        fixed: impl Fn(MonotaskKind, Resource) -> f64,
+    ) {
+        for (index, stage) in self.terms.stages.iter_mut().enumerate() {
             for kind in MonotaskKind::ALL {
                 for resource in Resource::ALL {
-                    stage.ideal_us[kind as usize][resource as usize] *= factor(kind, resource);
+                    let (grow, stay) = (growing(kind, resource), fixed(kind, resource));
+                    let cell = &mut stage.ideal_us[kind as usize][resource as usize];
+                    match self.fixed.cell(index, kind, resource) {
+                        Some(fixed_us) => {
+                            *cell = *cell * grow + *fixed_us * (stay - grow);
+                            *fixed_us *= stay;
+                        }
+                        None => *cell *= grow,
+                    }
                 }
             }
         }
@@ -646,10 +746,10 @@ pub(crate) mod tests {
             18_000.0,
             Some(10_000.0 * 100.0 / 54.0),
         );
-        // Combine on, ratio 0.5: reduce net 5, cpu 2, disk 10; the other 2 ms of reduce cpu
-        // (aggregating raw rows) move to the map: 22 + 10.
+        // Combine on, ratio 0.5: reduce net 5, cpu 2, disk 10; the map's 20 stay (its combine
+        // takes the place of partitioning the raw rows): 20 + 10.
         let combine = WhatIfParams { combine_ratio: 0.5, ..params };
-        check(&[Scenario::Combine(true)], combine, 32_000.0, Some(10_000.0 * 100.0 / 96.0));
+        check(&[Scenario::Combine(true)], combine, 30_000.0, Some(10_000.0 * 100.0 / 90.0));
         // Combine off from a combining baseline with ratio 0.25: net 40 ms.
         let combining = WhatIfParams { combine_ratio: 0.25, combine_in_baseline: true, ..params };
         check(&[Scenario::Combine(false)], combining, 60_000.0, Some(10_000.0 * 100.0 / 180.0));
@@ -675,17 +775,60 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn combine_off_moves_the_combines_time_to_the_reduce() {
+    fn combine_off_adds_the_combines_time_to_the_reduce() {
         // Each map task's last 12 ms of its 40 were its combine: map cpu 20 ms of which
-        // combine 6 (÷ 4 cores). Off, at ratio 0.25 (fetched bytes × 4, net 40 ms): map 14;
-        // reduce cpu 4 + 6 = 10 beside net 40: 14 + 40 = 54 ms. Without the combine records
-        // the reduce's cpu would have been × 4 (16 ms) and the map's 20 ms kept: 60 ms.
+        // combine 6 (÷ 4 cores). Off, at ratio 0.25 (fetched bytes × 4, net 40 ms): the map
+        // keeps 20 (partitioning the raw rows in the combine's place); reduce cpu 4 + 6 = 10
+        // beside net 40: 20 + 40 = 60 ms.
         let run = map_tasks_split(MonotaskKind::MapCompute, 28_000, MonotaskKind::Combine);
         let params = WhatIfParams { combine_ratio: 0.25, combine_in_baseline: true, ..WhatIfParams::default() };
         assert_eq!(predict(&run, &params, &[]).modelled_us, 30_000.0);
         let off = predict(&run, &params, &[Scenario::Combine(false)]);
-        assert!((off.modelled_us - 54_000.0).abs() < 1e-6, "{}", off.modelled_us);
-        assumes(&off, "moves to the reduce stage");
+        assert!((off.modelled_us - 60_000.0).abs() < 1e-6, "{}", off.modelled_us);
+        assumes(&off, "the reduce stage gains the map-side combine's time");
+        // With net and disk near free, the reduce's cpu bounds it: map 20 + reduce 4 = 24 ms
+        // before, 20 + (4 + 6) = 30 ms without the combine.
+        let mut fast = run.clone();
+        fast.shape.net_bytes_per_s = Some(1e15);
+        fast.shape.disk_bytes_per_s = Some(1e15);
+        assert!((predict(&fast, &params, &[]).modelled_us - 24_000.0).abs() < 1.0);
+        let off = predict(&fast, &params, &[Scenario::Combine(false)]);
+        assert!((off.modelled_us - 30_000.0).abs() < 1.0, "{}", off.modelled_us);
+    }
+
+    #[test]
+    fn fixed_work_per_source_task_stays_when_the_events_per_task_change() {
+        // Each map task reads its source for 10 ms and computes for 30: on 4 cores, source
+        // read 5 ms and map compute 15 ms per batch. Calibrated fixed cost per task: 2 ms of
+        // source read and 4 of map compute; two tasks over four cores: 1 and 2 ms of the
+        // cells. A host of many idle, equal cores, so that only the fixed work differs.
+        let mut run = map_tasks_split(MonotaskKind::SourceRead, 10_000, MonotaskKind::MapCompute);
+        let fixed = MapTaskFixedCost { source_read_us: 2_000.0, map_compute_us: 4_000.0 };
+        run.host = Some(HostCapacity {
+            cores: 64,
+            busy_cores: 0.0,
+            all_busy_core_speed: 1.0,
+            link_bytes_per_s: None,
+            map_task_fixed: Some(fixed),
+        });
+        let params = WhatIfParams::default();
+        let modelled = |run: &RunSamples, scenarios: &[Scenario]| predict(run, &params, scenarios).modelled_us;
+        assert_eq!(modelled(&run, &[]), 30_000.0);
+        // Workers × 2: source read 4 ÷ 2 + 1 = 3, map compute 13 ÷ 2 + 2 = 8.5: map 11.5;
+        // reduce net 10 × 1.5 ÷ 2 = 7.5: 19 ms (17.5 with nothing fixed).
+        assert!((modelled(&run, &[Scenario::Workers(2.0)]) - 19_000.0).abs() < 1e-6);
+        // Cores × 2: the map the same 11.5, reduce max(2, 10, 10): 21.5 ms.
+        assert!((modelled(&run, &[Scenario::Cores(2.0)]) - 21_500.0).abs() < 1e-6);
+        // Interval × 2: source read 4 × 2 + 1 = 9, map compute 13 × 2 + 2 = 28; reduce 20:
+        // 57 ms (60 with nothing fixed).
+        let longer = predict(&run, &params, &[Scenario::IntervalMs(200)]);
+        assert!((longer.modelled_us - 57_000.0).abs() < 1e-6, "{}", longer.modelled_us);
+        assert!(longer.assumptions.iter().any(|text| text.contains("2000 µs of source read")), "{longer:?}");
+        // A calibration claiming more than the cell holds is cut to 80 % of it: source read
+        // fixed 4 of its 5 ms, so workers × 2 gives 0.5 + 4 = 4.5 and the map 13 ms: 20.5.
+        run.host.as_mut().expect("host").map_task_fixed = Some(MapTaskFixedCost { source_read_us: 100_000.0, ..fixed });
+        let wider = modelled(&run, &[Scenario::Workers(2.0)]);
+        assert!((wider - 20_500.0).abs() < 1e-6, "{wider}");
     }
 
     /// `two_stage_run` on one worker with one core: map cpu 80 ms; reduce cpu 16, net 2 MB ÷
@@ -726,8 +869,13 @@ pub(crate) mod tests {
         // 0.1 of other load. Baseline: demand 1.1 cores, speed 1 − 0.2 × 0.1 = 0.98, factor
         // 1 ÷ 0.98. Two job cores: demand 2.1, sharing 2.1 ÷ 2 = 1.05, speed 0.8, factor
         // 1.3125. Cpu × 1.3125 × 0.98 ÷ 2 = 0.643125: map 51.45 ms; reduce stays 20 ms.
-        let run =
-            one_core_run(HostCapacity { cores: 2, busy_cores: 1.06, all_busy_core_speed: 0.8, link_bytes_per_s: None });
+        let run = one_core_run(HostCapacity {
+            cores: 2,
+            busy_cores: 1.06,
+            all_busy_core_speed: 0.8,
+            link_bytes_per_s: None,
+            map_task_fixed: None,
+        });
         check_host(&run, Scenario::Cores(2.0), 80_000.0 * 0.643125 + 20_000.0);
         // A second worker with one core is the same two cores to the host; net and disk halve
         // too (10 ms), so the reduce stage is its cpu, 16 × 0.643125.
@@ -746,7 +894,13 @@ pub(crate) mod tests {
         // workers × 2 cores (4) → 8: factor (8.5 ÷ 4) ÷ (4.5 ÷ 4) = 17 ÷ 9, halved: map
         // 20 ms × 17 ÷ 18; the reduce stage stays at its net and disk, 10 ms.
         let mut run = two_stage_run(100e6, 50e6, 90_000);
-        run.host = Some(HostCapacity { cores: 4, busy_cores: 1.46, all_busy_core_speed: 1.0, link_bytes_per_s: None });
+        run.host = Some(HostCapacity {
+            cores: 4,
+            busy_cores: 1.46,
+            all_busy_core_speed: 1.0,
+            link_bytes_per_s: None,
+            map_task_fixed: None,
+        });
         check_host(&run, Scenario::Cores(2.0), 20_000.0 * 17.0 / 18.0 + 10_000.0);
         // Applied together, cores × 2 then workers × 2 compound: 4 → 8 → 16 cores.
         let prediction = predict(&run, &WhatIfParams::default(), &[Scenario::Cores(2.0), Scenario::Workers(2.0)]);
@@ -832,12 +986,15 @@ pub(crate) mod tests {
         let throughput = proptest::option::of(1e5f64..1e9);
         // An all-busy core at half its lone speed or better: below that, two cores really are
         // slower than one, and "more cores never predict slower" would not hold.
-        let host = proptest::option::of((1u32..9, 0.0f64..4.0, 0.5f64..=1.0).prop_map(
-            |(cores, busy_cores, all_busy_core_speed)| HostCapacity {
+        let fixed = proptest::option::of((0.0f64..5_000.0, 0.0f64..5_000.0));
+        let host = proptest::option::of((1u32..9, 0.0f64..4.0, 0.5f64..=1.0, fixed).prop_map(
+            |(cores, busy_cores, all_busy_core_speed, fixed)| HostCapacity {
                 cores,
                 busy_cores,
                 all_busy_core_speed,
                 link_bytes_per_s: None,
+                map_task_fixed:
+                    fixed.map(|(source_read_us, map_compute_us)| MapTaskFixedCost { source_read_us, map_compute_us }),
             },
         ));
         (
@@ -893,11 +1050,16 @@ pub(crate) mod tests {
             }
         }
 
-        /// More of any resource never makes the prediction slower.
+        /// More of any resource never makes the prediction slower. Cores are the exception
+        /// when each task has fixed work: more cores run more tasks, each paying it, and on a
+        /// host whose cores slow down as more of them are busy (or that has fewer than the job
+        /// asks for) that extra work can outweigh the division of the rest.
         #[test]
         fn more_resources_never_predict_slower(run in arbitrary_run(), k in 1.0f64..8.0) {
             let base = predict(&run, &WhatIfParams::default(), &[]).predicted_batch_us;
-            for scenario in [Scenario::Cores(k), Scenario::Net(k), Scenario::Disk(k)] {
+            let fixed_work = run.host.is_some_and(|host| host.map_task_fixed.is_some());
+            let more_cores = (!fixed_work).then_some(Scenario::Cores(k));
+            for scenario in more_cores.into_iter().chain([Scenario::Net(k), Scenario::Disk(k)]) {
                 let faster = predict(&run, &WhatIfParams::default(), &[scenario]).predicted_batch_us;
                 prop_assert!(faster <= base, "{} predicted {} > {}", scenario, faster, base);
             }

@@ -5,10 +5,9 @@
 //!
 //! A batch's time is its processing time (`BatchSample::processing_us`), the mean over the
 //! batches after the warm-up; rates are fixed below capacity so that every run keeps up and
-//! the batch time, not a backlog, is what is compared. Baselines shared by several scenarios
-//! run once per repeat.
+//! the batch time, not a backlog, is what is compared. Each scenario runs its own baseline
+//! right before or after its changed run, so that the two meet the shared host in one state.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -127,75 +126,140 @@ pub async fn run(args: BenchWhatifArgs) -> Result<bool> {
 #[derive(Debug, Clone)]
 struct RunFigures {
     json: serde_json::Value,
-    /// The records, read out of `json` once: a baseline shared by several scenarios
-    /// predicts for each.
+    /// The records of the batches a host spell did not slow (`without_slowed_batches`), read
+    /// out of `json` once: what the prediction reads and the batch time is the mean of.
     samples: RunSamples,
     measured_us: f64,
+    /// The batch time over every batch after the warm-up, spells included.
+    measured_all_us: f64,
+    batches_set_aside: usize,
     decode_ns_per_event: Option<f64>,
 }
 
-async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir: &Path) -> Result<bool> {
-    // Every distinct configuration runs `repeats` times, in rounds, so that a slow spell of
-    // the machine spreads over the configurations instead of falling on one.
-    let mut configurations: Vec<&str> = Vec::new();
-    for scenario in scenarios {
-        for flags in [scenario.baseline, scenario.changed] {
-            if !configurations.contains(&flags) {
-                configurations.push(flags);
-            }
+/// A scenario's baseline and changed run, taken one right after the other.
+#[derive(Debug, Clone)]
+struct Pair {
+    baseline: RunFigures,
+    changed: RunFigures,
+}
+
+impl Pair {
+    /// The slower host of the two runs, by their decode figure; `None` when neither decoded.
+    fn slowest_decode(&self) -> Option<f64> {
+        [self.baseline.decode_ns_per_event, self.changed.decode_ns_per_event].into_iter().flatten().reduce(f64::max)
+    }
+}
+
+/// Which run of a pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Baseline,
+    Changed,
+}
+
+impl Role {
+    fn name(self) -> &'static str {
+        match self {
+            Role::Baseline => "baseline",
+            Role::Changed => "changed",
         }
     }
-    let mut runs: BTreeMap<&str, Vec<RunFigures>> = BTreeMap::new();
-    let total = configurations.len() as u32 * args.runs.repeats;
-    let mut done = 0;
+
+    /// The order of a pair's runs in round `repeat`: baseline first in odd rounds, changed
+    /// first in even ones, so that a host drifting faster or slower over a pair's minute
+    /// favours neither side across the rounds.
+    fn order(repeat: u32) -> [Role; 2] {
+        if repeat % 2 == 1 {
+            [Role::Baseline, Role::Changed]
+        } else {
+            [Role::Changed, Role::Baseline]
+        }
+    }
+}
+
+/// Where a pair's run is, in order, as progress lines name it.
+struct Progress {
+    done: u32,
+    total: u32,
+}
+
+impl Progress {
+    fn next(&mut self) -> String {
+        self.done += 1;
+        format!("run {} of {}", self.done, self.total)
+    }
+}
+
+async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir: &Path) -> Result<bool> {
+    // Each scenario's baseline and changed run are taken back to back, so that both meet the
+    // shared host in the same state: its speed drifts over minutes (the same configuration's
+    // batch time spread 9.6–13.9 ms over one bench), far more than within one pair. Rounds
+    // take every scenario's pair once, then again.
+    let mut pairs: Vec<Vec<Pair>> = vec![Vec::new(); scenarios.len()];
+    let mut progress = Progress { done: 0, total: 2 * scenarios.len() as u32 * args.runs.repeats };
     for repeat in 1..=args.runs.repeats {
-        for (index, flags) in configurations.iter().enumerate() {
-            done += 1;
-            let run = match &args.from_runs {
-                Some(dir) => {
-                    let path = dir.join(kept_name(index, repeat));
-                    figures(load_run(&path, &args.runs.with_length(flags))?)?
-                }
-                None => take_run(args, flags, index, repeat, run_dir, &format!("run {done} of {total}")).await?,
+        for (scenario, kept) in scenarios.iter().zip(&mut pairs) {
+            let pair = match &args.from_runs {
+                Some(dir) => Pair {
+                    baseline: load_figures(args, dir, scenario, Role::Baseline, repeat)?,
+                    changed: load_figures(args, dir, scenario, Role::Changed, repeat)?,
+                },
+                None => take_pair(args, scenario, repeat, run_dir, &mut progress).await?,
             };
-            runs.entry(flags).or_default().push(run);
+            kept.push(pair);
         }
     }
     let host_check = match &args.from_runs {
         Some(dir) => read_host_check(dir)?,
-        None => rerun_slowed_runs(args, &configurations, &mut runs, run_dir).await?,
+        None => rerun_slowed_pairs(args, scenarios, &mut pairs, run_dir).await?,
     };
 
     let mut rows = Vec::new();
     let mut all_within = true;
-    println!("| scenario | baseline ms | predicted ms | measured ms | error |");
-    println!("|---|---|---|---|---|");
-    for scenario in scenarios {
+    println!("| scenario | baseline ms | predicted ms | measured ms | error | error per pair (median) |");
+    println!("|---|---|---|---|---|---|");
+    for (scenario, pairs) in scenarios.iter().zip(&pairs) {
         let spec = parse_scenarios(scenario.what_if)?;
-        let baselines = &runs[scenario.baseline];
-        let changed = &runs[scenario.changed];
-        let mut predictions = Vec::new();
-        for baseline in baselines {
-            let run = &baseline.samples;
-            let combine = baseline.json["config"]["combine"].as_bool().unwrap_or(true);
-            let params = whatif_params(run, combine, None, None);
-            predictions.push(predict(run, &params, &spec));
-        }
-        let predicted_us: Vec<f64> = predictions.iter().map(|prediction| prediction.predicted_batch_us).collect();
+        let predictions: Vec<_> = pairs
+            .iter()
+            .map(|pair| {
+                let run = &pair.baseline.samples;
+                let combine = pair.baseline.json["config"]["combine"].as_bool().unwrap_or(true);
+                predict(run, &whatif_params(run, combine, None, None), &spec)
+            })
+            .collect();
         let median_of = |values: Vec<f64>| median(&values).unwrap_or(f64::NAN);
-        let baseline_ms = median_of(baselines.iter().map(|run| run.measured_us).collect()) / 1000.0;
-        let predicted_ms = median_of(predicted_us.clone()) / 1000.0;
-        let measured_ms = median_of(changed.iter().map(|run| run.measured_us).collect()) / 1000.0;
+        let baseline_ms = median_of(pairs.iter().map(|pair| pair.baseline.measured_us).collect()) / 1000.0;
+        let predicted_ms = median_of(predictions.iter().map(|p| p.predicted_batch_us).collect()) / 1000.0;
+        let measured_ms = median_of(pairs.iter().map(|pair| pair.changed.measured_us).collect()) / 1000.0;
         let error = (predicted_ms - measured_ms) / measured_ms;
+        let pair_errors: Vec<f64> = pairs
+            .iter()
+            .zip(&predictions)
+            .map(|(pair, prediction)| prediction.predicted_batch_us / pair.changed.measured_us - 1.0)
+            .collect();
+        let pair_error = median_of(pair_errors.clone());
         let within = error.abs() <= TARGET_ERROR;
         all_within &= within;
         println!(
-            "| {} (`{}`) | {baseline_ms:.2} | {predicted_ms:.2} | {measured_ms:.2} | {:+.1} %{} |",
+            "| {} (`{}`) | {baseline_ms:.2} | {predicted_ms:.2} | {measured_ms:.2} | {:+.1} %{} | {:+.1} % |",
             scenario.label,
             scenario.what_if,
             error * 100.0,
-            if within { "" } else { " (over 15 %)" }
+            if within { "" } else { " (over 15 %)" },
+            pair_error * 100.0,
         );
+        let run_json = |run: &RunFigures| {
+            json!({
+                "batch_ms": run.measured_us / 1000.0,
+                "batch_ms_all_batches": run.measured_all_us / 1000.0,
+                "batches_set_aside": run.batches_set_aside,
+                "decode_ns_per_event": run.decode_ns_per_event,
+                "stable": run.json["stable"],
+                "bottleneck": run.json["clarity"]["bottleneck"],
+                "model": model_terms(&run.json),
+            })
+        };
         rows.push(json!({
             "scenario": scenario.name,
             "label": scenario.label,
@@ -208,20 +272,12 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             "measured_batch_ms_median": measured_ms,
             "error": error,
             "within_target": within,
-            "baseline_runs": baselines.iter().zip(&predictions).map(|(run, prediction)| json!({
-                "batch_ms": run.measured_us / 1000.0,
-                "decode_ns_per_event": run.decode_ns_per_event,
-                "stable": run.json["stable"],
-                "bottleneck": run.json["clarity"]["bottleneck"],
-                "model": model_terms(&run.json),
+            "pair_errors": pair_errors,
+            "pair_error_median": pair_error,
+            "pairs": pairs.iter().zip(&predictions).map(|(pair, prediction)| json!({
+                "baseline": run_json(&pair.baseline),
                 "prediction": prediction,
-            })).collect::<Vec<_>>(),
-            "changed_runs": changed.iter().map(|run| json!({
-                "batch_ms": run.measured_us / 1000.0,
-                "decode_ns_per_event": run.decode_ns_per_event,
-                "stable": run.json["stable"],
-                "bottleneck": run.json["clarity"]["bottleneck"],
-                "model": model_terms(&run.json),
+                "changed": run_json(&pair.changed),
             })).collect::<Vec<_>>(),
         }));
     }
@@ -234,8 +290,12 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
             "runs_from": args.from_runs.as_ref().map(|dir| dir.display().to_string()),
             "target_error": TARGET_ERROR,
             "definition": "batch time: mean processing time per batch after the warm-up (close or first task, \
-                           whichever is later, to the last task's end); predicted from each baseline run's \
-                           records, medians over the runs",
+                           whichever is later, to the last task's end), over the batches whose source tasks \
+                           decoded within 20 % of the run's median batch per event (a host spell slowed the \
+                           others; batches_set_aside counts them, batch_ms_all_batches keeps all); each scenario's baseline and changed \
+                           run are taken back to back (baseline first in odd rounds, changed first in even \
+                           ones); predicted from each baseline run's records; error: median prediction against \
+                           median changed run; pair_errors: each pair's prediction against its own changed run",
             "all_within_target": all_within,
             "host_check": host_check,
             "scenarios": rows,
@@ -245,36 +305,77 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
     Ok(all_within)
 }
 
-/// A run whose median decode took more than this share longer per event than the median run
-/// of the bench ran on a host slowed from outside for most of it (another tenant's burst, a
-/// vCPU given away): no what-if predicts that, so the run is taken again, at most
+/// A pair one of whose runs decoded more than this share slower per event than the median
+/// run of the bench ran on a host slowed from outside for most of it (another tenant's burst,
+/// a vCPU given away): no what-if predicts that, so the pair is taken again, at most
 /// `HOST_RERUNS_MAX` times. Two busy cores of this host decode up to ~10 % slower than one, so
-/// that alone never sets a run aside. Spells shorter than half a run are not caught: they stay
-/// in the figures, and in the note on them.
+/// that alone never sets a pair aside. Spells shorter than half a run are not caught: they
+/// stay in the figures, and in the note on them.
 const HOST_SLOW_TOLERANCE: f64 = 0.2;
 const HOST_RERUNS_MAX: u32 = 2;
 
-fn kept_name(index: usize, repeat: u32) -> String {
-    format!("configuration-{index}-repeat-{repeat}.json")
+fn kept_name(scenario: &Scenario, role: Role, repeat: u32) -> String {
+    format!("{}-{}-repeat-{repeat}.json", scenario.name, role.name())
 }
 
 const HOST_CHECK_FILE: &str = "host-check.json";
 
-/// Runs one configuration once, keeping its result under `--save-runs` if asked.
+fn flags_of(scenario: &Scenario, role: Role) -> &'static str {
+    match role {
+        Role::Baseline => scenario.baseline,
+        Role::Changed => scenario.changed,
+    }
+}
+
+fn load_figures(
+    args: &BenchWhatifArgs,
+    dir: &Path,
+    scenario: &Scenario,
+    role: Role,
+    repeat: u32,
+) -> Result<RunFigures> {
+    let path = dir.join(kept_name(scenario, role, repeat));
+    figures(load_run(&path, &args.runs.with_length(flags_of(scenario, role)))?)
+}
+
+/// Takes a scenario's two runs back to back, in the round's order.
+async fn take_pair(
+    args: &BenchWhatifArgs,
+    scenario: &Scenario,
+    repeat: u32,
+    run_dir: &Path,
+    progress: &mut Progress,
+) -> Result<Pair> {
+    let (mut baseline, mut changed) = (None, None);
+    for role in Role::order(repeat) {
+        let which = format!("{} ({} {}, repeat {repeat})", progress.next(), scenario.name, role.name());
+        let run = take_run(args, scenario, role, repeat, run_dir, &which).await?;
+        match role {
+            Role::Baseline => baseline = Some(run),
+            Role::Changed => changed = Some(run),
+        }
+    }
+    Ok(Pair {
+        baseline: baseline.expect("the order holds a baseline"),
+        changed: changed.expect("the order holds a changed run"),
+    })
+}
+
+/// Runs one side of a pair once, keeping its result under `--save-runs` if asked.
 async fn take_run(
     args: &BenchWhatifArgs,
-    flags: &str,
-    index: usize,
+    scenario: &Scenario,
+    role: Role,
     repeat: u32,
     run_dir: &Path,
     which: &str,
 ) -> Result<RunFigures> {
-    let flags_with_length = args.runs.with_length(flags);
-    eprintln!("bench whatif: {which} (repeat {repeat}): ysb {}", flags_with_length.join(" "));
+    let flags_with_length = args.runs.with_length(flags_of(scenario, role));
+    eprintln!("bench whatif: {which}: ysb {}", flags_with_length.join(" "));
     let result = run_ysb(&flags_with_length, run_dir).await?;
     crate::interrupt::check()?;
     if let Some(dir) = &args.save_runs {
-        save_run(&dir.join(kept_name(index, repeat)), &flags_with_length, &result)?;
+        save_run(&dir.join(kept_name(scenario, role, repeat)), &flags_with_length, &result)?;
     }
     let run = figures(result)?;
     eprintln!(
@@ -287,66 +388,117 @@ async fn take_run(
 }
 
 fn figures(result: serde_json::Value) -> Result<RunFigures> {
-    let measured_us = result["clarity"]["analysis"]["model"]["measured_us"]
+    let measured_all_us = result["clarity"]["analysis"]["model"]["measured_us"]
         .as_f64()
         .context("the run's result holds no measured batch time")?;
-    let samples = samples(&result)?;
-    let decode_ns_per_event = decode_ns_per_event(&samples);
-    Ok(RunFigures { json: result, samples, measured_us, decode_ns_per_event })
+    let all = samples(&result)?;
+    let decode_ns_per_event = decode_ns_per_event(&all);
+    let (samples, batches_set_aside) = without_slowed_batches(all);
+    let measured_us = sleet_clarity::model(&samples).measured_us;
+    Ok(RunFigures { json: result, samples, measured_us, measured_all_us, batches_set_aside, decode_ns_per_event })
 }
 
-/// Takes again every run whose host was slowed (its median decode ns/event over the median
-/// run's by more than `HOST_SLOW_TOLERANCE`) until one is not, or `HOST_RERUNS_MAX` more runs;
-/// of the attempts, the one that decoded fastest stays. Chosen by the host's speed alone,
-/// never by the batch time. Returns what was set aside, as the result JSON and `--save-runs`
-/// keep it.
-async fn rerun_slowed_runs<'a>(
+/// A batch whose source tasks decoded more than this share slower per event than the run's
+/// median batch ran in a spell of a host slowed from outside. Spells of a few seconds slowed
+/// part of a run (in one, from batch 53 on, one worker's tasks decoded 1.6× slower); the
+/// run-level host check sees only its median, so a spell shorter than half the run stayed and
+/// moved the run's mean batch time by up to 15 %.
+const BATCH_SLOW_TOLERANCE: f64 = 0.2;
+
+/// The run without the batches a spell slowed, and how many those were. Chosen by the host's
+/// speed alone (the same decoder on the same events, per event), relative to the run's own
+/// median batch, so the slow-down a configuration causes itself (two busy cores) is kept;
+/// never by the batch time. A run without decoding (input pre-decoded) keeps every batch.
+fn without_slowed_batches(run: RunSamples) -> (RunSamples, usize) {
+    let mut per_batch: std::collections::BTreeMap<u64, (f64, f64)> = std::collections::BTreeMap::new();
+    for task in &run.tasks {
+        for monotask in task.monotasks.iter().filter(|monotask| monotask.kind == MonotaskKind::Decode) {
+            let (run_us, events) = per_batch.entry(task.batch).or_default();
+            *run_us += monotask.run_us() as f64;
+            *events += task.records_in as f64;
+        }
+    }
+    let ns_per_event: std::collections::BTreeMap<u64, f64> = per_batch
+        .into_iter()
+        .filter(|(_, (_, events))| *events > 0.0)
+        .map(|(batch, (run_us, events))| (batch, run_us * 1000.0 / events))
+        .collect();
+    let Some(typical) = median(&ns_per_event.values().copied().collect::<Vec<_>>()) else {
+        return (run, 0);
+    };
+    let slowed = |batch: u64| ns_per_event.get(&batch).is_some_and(|ns| *ns > typical * (1.0 + BATCH_SLOW_TOLERANCE));
+    let before = run.batches.len();
+    let batches: Vec<_> = run.batches.into_iter().filter(|batch| !slowed(batch.batch)).collect();
+    let set_aside = before - batches.len();
+    let tasks = run.tasks.into_iter().filter(|task| !slowed(task.batch)).collect();
+    (RunSamples { batches, tasks, ..run }, set_aside)
+}
+
+/// Takes again every pair whose host was slowed (one of its runs' median decode ns/event
+/// over the median run's by more than `HOST_SLOW_TOLERANCE`) until one is not, or
+/// `HOST_RERUNS_MAX` more pairs; of the attempts, the pair whose slower run decoded fastest
+/// stays. Chosen by the host's speed alone, never by the batch time, and always a whole pair,
+/// so that its two runs still met the host together. Returns what was set aside, as the
+/// result JSON and `--save-runs` keep it.
+async fn rerun_slowed_pairs(
     args: &BenchWhatifArgs,
-    configurations: &[&'a str],
-    runs: &mut BTreeMap<&'a str, Vec<RunFigures>>,
+    scenarios: &[&Scenario],
+    pairs: &mut [Vec<Pair>],
     run_dir: &Path,
 ) -> Result<serde_json::Value> {
-    let all: Vec<f64> = runs.values().flatten().filter_map(|run| run.decode_ns_per_event).collect();
+    let all: Vec<f64> = pairs
+        .iter()
+        .flatten()
+        .flat_map(|pair| [pair.baseline.decode_ns_per_event, pair.changed.decode_ns_per_event])
+        .flatten()
+        .collect();
     let Some(reference) = median(&all) else {
         return Ok(json!({ "reference_decode_ns_per_event": null, "set_aside": [] }));
     };
     let limit = reference * (1.0 + HOST_SLOW_TOLERANCE);
     let mut set_aside = Vec::new();
-    for (index, flags) in configurations.iter().enumerate() {
-        for position in 0..runs[flags].len() {
+    let mut progress = Progress { done: 0, total: 0 };
+    for (scenario, pairs) in scenarios.iter().zip(pairs.iter_mut()) {
+        for (position, slot) in pairs.iter_mut().enumerate() {
             let repeat = position as u32 + 1;
             for attempt in 1..=HOST_RERUNS_MAX {
-                let Some(decode) = runs[flags][position].decode_ns_per_event.filter(|ns| *ns > limit) else {
+                let Some(decode) = slot.slowest_decode().filter(|ns| *ns > limit) else {
                     break;
                 };
-                let which = format!(
-                    "decode {decode:.0} ns/event is over {limit:.0} (the median run's {reference:.0} + {:.0} %): \
-                     again, attempt {attempt} of {HOST_RERUNS_MAX}",
+                eprintln!(
+                    "bench whatif: {} repeat {repeat}: decode {decode:.0} ns/event is over {limit:.0} (the median \
+                     run's {reference:.0} + {:.0} %): the pair again, attempt {attempt} of {HOST_RERUNS_MAX}",
+                    scenario.name,
                     HOST_SLOW_TOLERANCE * 100.0
                 );
-                let again = take_run(args, flags, index, repeat, run_dir, &which).await?;
-                let slot = &mut runs.get_mut(flags).expect("a configuration that ran")[position];
-                let keep_new = again.decode_ns_per_event.is_some_and(|ns| ns < decode);
+                progress.total += 2;
+                let again = take_pair(args, scenario, repeat, run_dir, &mut progress).await?;
+                let keep_new = again.slowest_decode().is_some_and(|ns| ns < decode);
                 let (kept, aside) = if keep_new { (again, slot.clone()) } else { (slot.clone(), again) };
                 if let Some(dir) = args.save_runs.as_ref().filter(|_| !keep_new) {
-                    // `take_run` kept the attempt set aside under this name; a later
+                    // `take_run` kept the pair set aside under these names; a later
                     // `--from-runs` must read the one that stays.
-                    save_run(&dir.join(kept_name(index, repeat)), &args.runs.with_length(flags), &kept.json)?;
+                    for (role, run) in [(Role::Baseline, &kept.baseline), (Role::Changed, &kept.changed)] {
+                        let flags = args.runs.with_length(flags_of(scenario, role));
+                        save_run(&dir.join(kept_name(scenario, role, repeat)), &flags, &run.json)?;
+                    }
                 }
                 set_aside.push(json!({
-                    "flags": flags,
+                    "scenario": scenario.name,
                     "repeat": repeat,
-                    "batch_ms": aside.measured_us / 1000.0,
-                    "decode_ns_per_event": aside.decode_ns_per_event,
+                    "baseline_batch_ms": aside.baseline.measured_us / 1000.0,
+                    "baseline_decode_ns_per_event": aside.baseline.decode_ns_per_event,
+                    "changed_batch_ms": aside.changed.measured_us / 1000.0,
+                    "changed_decode_ns_per_event": aside.changed.decode_ns_per_event,
                 }));
                 *slot = kept;
             }
         }
     }
     let check = json!({
-        "definition": "a run whose median decode ns/event exceeded the median of all the bench's runs by more \
-                       than the tolerance was run again; of the attempts the one that decoded fastest is kept, \
-                       the others are listed here",
+        "definition": "a pair one of whose runs' median decode ns/event exceeded the median of all the bench's \
+                       runs by more than the tolerance was taken again, both runs; of the attempts the pair whose \
+                       slower run decoded fastest is kept, the others are listed here",
         "reference_decode_ns_per_event": reference,
         "tolerance": HOST_SLOW_TOLERANCE,
         "reruns_max": HOST_RERUNS_MAX,
@@ -419,7 +571,7 @@ mod tests {
     #[test]
     fn a_kept_run_comes_back_only_for_the_flags_it_ran_with() {
         let dir = std::env::temp_dir().join(format!("sleet-whatif-kept-{}", std::process::id()));
-        let path = dir.join("configuration-0-repeat-1.json");
+        let path = dir.join("workers-baseline-repeat-1.json");
         let flags = split_flags("--workers 2 --rate 1000");
         let result = json!({ "clarity": { "analysis": { "model": { "measured_us": 1234.5 } } } });
         save_run(&path, &flags, &result).expect("saved");
@@ -427,6 +579,13 @@ mod tests {
         let error = load_run(&path, &split_flags("--workers 1 --rate 1000")).expect_err("other flags");
         assert!(error.to_string().contains("ran `--workers 2 --rate 1000`"), "{error}");
         std::fs::remove_dir_all(&dir).expect("cleaned up");
+    }
+
+    #[test]
+    fn rounds_alternate_which_run_of_a_pair_goes_first() {
+        assert_eq!(Role::order(1), [Role::Baseline, Role::Changed]);
+        assert_eq!(Role::order(2), [Role::Changed, Role::Baseline]);
+        assert_eq!(Role::order(3), Role::order(1));
     }
 
     #[test]

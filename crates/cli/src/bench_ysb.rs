@@ -356,7 +356,8 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         if args.pre_decoded { ", input pre-decoded" } else { "" }
     );
     // Calibrated before the cluster starts, while only this process runs on the host.
-    let mut host = HostMeter::calibrated();
+    let mut host = HostMeter::calibrated()
+        .with_map_task_fixed(crate::task_calibration::map_task_fixed_cost(&job, args.ysb.batch_interval));
     // Watching from before the cluster starts: a batch's rows must not be written unseen.
     let watch = SinkWatch::start(&results_dir)?;
     let cluster = args.start_cluster(run_dir)?;

@@ -6,7 +6,7 @@
 
 use std::sync::{Arc, Barrier};
 
-use sleet_clarity::HostCapacity;
+use sleet_clarity::{HostCapacity, MapTaskFixedCost};
 use sleet_connectors::ysb::{event_schema, YsbGenerator};
 use sleet_exec::json::JsonDecoder;
 use sleet_exec::RawRecords;
@@ -71,6 +71,7 @@ pub struct HostMeter {
     cores: u32,
     all_busy_core_speed: f64,
     link_bytes_per_s: Option<f64>,
+    map_task_fixed: Option<MapTaskFixedCost>,
     from: Option<HostTicks>,
 }
 
@@ -83,8 +84,14 @@ impl HostMeter {
             cores,
             all_busy_core_speed: all_busy_core_speed(cores),
             link_bytes_per_s: loopback_link_bytes_per_s(),
+            map_task_fixed: None,
             from: None,
         }
+    }
+
+    /// Adds the job's calibrated fixed cost per source task (`crate::task_calibration`).
+    pub fn with_map_task_fixed(self, map_task_fixed: Option<MapTaskFixedCost>) -> HostMeter {
+        HostMeter { map_task_fixed, ..self }
     }
 
     /// Marks the start of the measured part; later calls keep the first mark.
@@ -102,6 +109,7 @@ impl HostMeter {
             busy_cores,
             all_busy_core_speed: self.all_busy_core_speed,
             link_bytes_per_s: self.link_bytes_per_s,
+            map_task_fixed: self.map_task_fixed,
         })
     }
 }

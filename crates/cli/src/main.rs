@@ -26,6 +26,7 @@ mod run_dir;
 mod scheduler_args;
 mod shuffle_check;
 mod sink_watch;
+mod task_calibration;
 mod worker_limits;
 mod ysb_case;
 mod ysb_check;
@@ -207,8 +208,9 @@ enum BenchWorkload {
     /// Engineers cpu-, network-, disk-, source- and coordination-bound ysb runs and checks
     /// that the performance model names the engineered bottleneck in every repeat.
     Bottleneck(bench_bottleneck::BenchBottleneckArgs),
-    /// Validates the what-if answers: baseline, prediction from its records, changed run,
-    /// for seven scenarios; medians of the repeats, predicted against measured batch time.
+    /// Validates the what-if answers: per scenario a baseline, the prediction from its
+    /// records and the changed run, taken back to back, for eight scenarios; medians of the
+    /// repeats, predicted against measured batch time.
     Whatif(bench_whatif::BenchWhatifArgs),
 }
 
