@@ -4,7 +4,8 @@
 //! runs: the prediction should be within 15 % of the measured batch time.
 //!
 //! A batch's time is its processing time (`BatchSample::processing_us`), the mean over the
-//! batches after the warm-up; rates are fixed below capacity so that every run keeps up and
+//! batches after the warm-up that a host spell did not slow (`without_slowed_batches`);
+//! rates are fixed below capacity so that every run keeps up and
 //! the batch time, not a backlog, is what is compared. Each scenario runs its own baseline
 //! right before or after its changed run, so that the two meet the shared host in one state.
 
