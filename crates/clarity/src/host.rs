@@ -56,7 +56,7 @@ pub struct HostCapacity {
 /// 5 000-event task paid ~0.4 ms of it and a 50 000-event one the same, so it does not
 /// divide when more tasks share a batch's events, nor double when a batch holds twice as
 /// many.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MapTaskFixedCost {
     /// Of the `SourceRead` monotask: producing or reading the raw input.
     pub source_read_us: f64,

@@ -313,8 +313,7 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 /// The model of a run: per stage and per batch, with its bottleneck.
 pub fn model(run: &RunSamples) -> JobModel {
     let terms = terms(run);
-    let measured_us = mean(run.batches.iter().map(|batch| batch.processing_us() as f64));
-    model_of(&terms, throughputs(run), measured_us, run.shape.interval_us())
+    model_of(&terms, throughputs(run), run.mean_processing_us(), run.shape.interval_us())
 }
 
 /// The model of given terms (a run's, or a what-if scenario's).

@@ -149,6 +149,14 @@ pub struct RunSamples {
 }
 
 impl RunSamples {
+    /// Mean processing time of the batches (`BatchSample::processing_us`); 0 without any.
+    pub fn mean_processing_us(&self) -> f64 {
+        if self.batches.is_empty() {
+            return 0.0;
+        }
+        self.batches.iter().map(|batch| batch.processing_us() as f64).sum::<f64>() / self.batches.len() as f64
+    }
+
     /// Whether the records time decoding apart from the rest of map compute: workers do
     /// since `MonotaskKind::Decode` exists; older results hold none.
     pub fn records_decoding(&self) -> bool {

@@ -242,10 +242,7 @@ impl FixedWork {
     const KINDS: [MonotaskKind; 2] = [MonotaskKind::SourceRead, MonotaskKind::MapCompute];
 
     fn of(run: &RunSamples, terms: &JobTerms) -> FixedWork {
-        let cost = run
-            .host
-            .and_then(|host| host.map_task_fixed)
-            .unwrap_or(MapTaskFixedCost { source_read_us: 0.0, map_compute_us: 0.0 });
+        let cost = run.host.and_then(|host| host.map_task_fixed).unwrap_or_default();
         let batches = crate::model::batch_count(run);
         let cores = run.shape.cores();
         let cells = terms

@@ -9,6 +9,7 @@
 //! the batch time, not a backlog, is what is compared. Each scenario runs its own baseline
 //! right before or after its changed run, so that the two meet the shared host in one state.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -393,9 +394,10 @@ fn figures(result: serde_json::Value) -> Result<RunFigures> {
         .as_f64()
         .context("the run's result holds no measured batch time")?;
     let all = samples(&result)?;
-    let decode_ns_per_event = decode_ns_per_event(&all);
-    let (samples, batches_set_aside) = without_slowed_batches(all);
-    let measured_us = sleet_clarity::model(&samples).measured_us;
+    let decode_by_batch = decode_ns_per_event_by_batch(&all);
+    let decode_ns_per_event = median(&decode_by_batch.values().copied().collect::<Vec<_>>());
+    let (samples, batches_set_aside) = without_slowed_batches(all, &decode_by_batch, decode_ns_per_event);
+    let measured_us = samples.mean_processing_us();
     Ok(RunFigures { json: result, samples, measured_us, measured_all_us, batches_set_aside, decode_ns_per_event })
 }
 
@@ -406,28 +408,21 @@ fn figures(result: serde_json::Value) -> Result<RunFigures> {
 /// moved the run's mean batch time by up to 15 %.
 const BATCH_SLOW_TOLERANCE: f64 = 0.2;
 
-/// The run without the batches a spell slowed, and how many those were. Chosen by the host's
-/// speed alone (the same decoder on the same events, per event), relative to the run's own
-/// median batch, so the slow-down a configuration causes itself (two busy cores) is kept;
-/// never by the batch time. A run without decoding (input pre-decoded) keeps every batch.
-fn without_slowed_batches(run: RunSamples) -> (RunSamples, usize) {
-    let mut per_batch: std::collections::BTreeMap<u64, (f64, f64)> = std::collections::BTreeMap::new();
-    for task in &run.tasks {
-        for monotask in task.monotasks.iter().filter(|monotask| monotask.kind == MonotaskKind::Decode) {
-            let (run_us, events) = per_batch.entry(task.batch).or_default();
-            *run_us += monotask.run_us() as f64;
-            *events += task.records_in as f64;
-        }
-    }
-    let ns_per_event: std::collections::BTreeMap<u64, f64> = per_batch
-        .into_iter()
-        .filter(|(_, (_, events))| *events > 0.0)
-        .map(|(batch, (run_us, events))| (batch, run_us * 1000.0 / events))
-        .collect();
-    let Some(typical) = median(&ns_per_event.values().copied().collect::<Vec<_>>()) else {
+/// The run without the batches a spell slowed (`decode_by_batch` over `typical` by more than
+/// `BATCH_SLOW_TOLERANCE`), and how many those were. Chosen by the host's speed alone,
+/// relative to the run's own median batch, so the slow-down a configuration causes itself
+/// (two busy cores) is kept; never by the batch time. A run without decoding (input
+/// pre-decoded) keeps every batch.
+fn without_slowed_batches(
+    run: RunSamples,
+    decode_by_batch: &BTreeMap<u64, f64>,
+    typical: Option<f64>,
+) -> (RunSamples, usize) {
+    let Some(typical) = typical else {
         return (run, 0);
     };
-    let slowed = |batch: u64| ns_per_event.get(&batch).is_some_and(|ns| *ns > typical * (1.0 + BATCH_SLOW_TOLERANCE));
+    let limit = typical * (1.0 + BATCH_SLOW_TOLERANCE);
+    let slowed = |batch: u64| decode_by_batch.get(&batch).is_some_and(|ns| *ns > limit);
     let before = run.batches.len();
     let batches: Vec<_> = run.batches.into_iter().filter(|batch| !slowed(batch.batch)).collect();
     let set_aside = before - batches.len();
@@ -517,23 +512,25 @@ fn read_host_check(dir: &Path) -> Result<serde_json::Value> {
         .unwrap_or(serde_json::Value::Null))
 }
 
-/// The median time a map task's decode took per event: the same JSON decoder on the same
-/// events in every configuration that decodes, so it moves with the host's speed, not with
-/// the scenario. Shown beside each run because on this shared machine it moved by up to
-/// 1.8× between runs of one bench, which no what-if can predict. `None` when nothing decoded.
-fn decode_ns_per_event(run: &RunSamples) -> Option<f64> {
-    let per_event: Vec<f64> = run
-        .tasks
-        .iter()
-        .filter(|task| task.records_in > 0)
-        .flat_map(|task| {
-            task.monotasks
-                .iter()
-                .filter(|monotask| monotask.kind == MonotaskKind::Decode)
-                .map(move |monotask| monotask.run_us() as f64 * 1000.0 / task.records_in as f64)
-        })
-        .collect();
-    median(&per_event)
+/// Per batch, the time its source tasks' decoding took per event: the same JSON decoder on
+/// the same events in every configuration that decodes, so it moves with the host's speed,
+/// not with the scenario. Its median over a run is the run's figure, shown beside each run
+/// because on this shared machine it moved by up to 1.8× between runs of one bench, which no
+/// what-if can predict. Empty when nothing decoded.
+fn decode_ns_per_event_by_batch(run: &RunSamples) -> BTreeMap<u64, f64> {
+    let mut per_batch: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+    for task in &run.tasks {
+        for monotask in task.monotasks.iter().filter(|monotask| monotask.kind == MonotaskKind::Decode) {
+            let (run_us, events) = per_batch.entry(task.batch).or_default();
+            *run_us += monotask.run_us() as f64;
+            *events += task.records_in as f64;
+        }
+    }
+    per_batch
+        .into_iter()
+        .filter(|(_, (_, events))| *events > 0.0)
+        .map(|(batch, (run_us, events))| (batch, run_us * 1000.0 / events))
+        .collect()
 }
 
 /// A run `--save-runs` kept: its flags and its whole result.
