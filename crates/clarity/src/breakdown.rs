@@ -1,5 +1,5 @@
-//! The latency breakdown of one batch (DESIGN §8, issue 14): an average event's end-to-end
-//! latency split into parts that add up to it exactly.
+//! The latency breakdown of one batch (`docs/design/performance-model.md`, issue 14): an average
+//! event's end-to-end latency split into parts that add up to it exactly.
 //!
 //! ```text
 //!  event ... close ──scheduling──▶ first task ──stage 0──▶ ──stage 1──▶ … last task ──report──▶ finished ──commit──▶ committed

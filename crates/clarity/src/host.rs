@@ -52,10 +52,10 @@ pub struct HostCapacity {
 /// Cpu time a source stage's map task takes whatever its input's size: the intercept of its
 /// time against its events, from the job's own map pipeline run at two input sizes after the
 /// idle gap a batch interval leaves (allocating buffers, faulting in memory the allocator
-/// gave back while the worker idled, caches that other processes cooled). On this host a
-/// 5 000-event task paid ~0.4 ms of it and a 50 000-event one the same, so it does not
-/// divide when more tasks share a batch's events, nor double when a batch holds twice as
-/// many.
+/// gave back while the worker idled, caches that other processes cooled). A small task pays
+/// as much of it as a large one, so it does not divide when more tasks share a batch's
+/// events, nor double when a batch holds twice as many (measured in
+/// `docs/experiments/2026-11-26-map-task-fixed-cost.md`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MapTaskFixedCost {
     /// Of the `SourceRead` monotask: producing or reading the raw input.

@@ -1,4 +1,5 @@
-//! Monotask records and the performance model built from them (DESIGN §8, issue 14).
+//! Monotask records and the performance model built from them (`docs/design/performance-model.md`,
+//! issue 14).
 //!
 //! ```text
 //!  worker: cpu pool / net scheduler / disk scheduler

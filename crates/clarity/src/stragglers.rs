@@ -1,5 +1,5 @@
-//! Straggler causes (thesis §4.8, DESIGN §8): tasks much slower than their stage's median,
-//! each with the cause its monotasks show, counted per cause.
+//! Straggler causes (thesis §4.8, `docs/design/performance-model.md`): tasks much slower than their
+//! stage's median, each with the cause its monotasks show, counted per cause.
 //!
 //! The median is over the stage's tasks across the whole run, not within one batch: a batch
 //! holds one task per partition, often two to four, and with so few a straggler drags its own
@@ -17,7 +17,7 @@ use crate::sample::{median, union_us, TaskSample};
 /// A task is a straggler when it takes longer than this many times its stage's median.
 pub const STRAGGLER_FACTOR: f64 = 1.5;
 /// A task shorter than this is never a straggler, however many medians it takes: a cross-core
-/// wake-up costs about 100 µs on the machines this runs on (FACTS), so a task of a few dozen
+/// wake-up costs about 100 µs on the small VMs this is developed on, so a task of a few dozen
 /// microseconds takes several times its peers' time through one wake-up, which says nothing
 /// about its resources. A millisecond is ten wake-ups.
 pub const STRAGGLER_DURATION_MIN_US: i64 = 1_000;

@@ -171,9 +171,9 @@ pub fn predict(run: &RunSamples, params: &WhatIfParams, scenarios: &[Scenario]) 
     let ratio = if baseline.modelled_us > 0.0 { modelled_us / baseline.modelled_us } else { 1.0 };
     // The modelled time and the uneven work beyond it grow or shrink with the work; the rest
     // of the measured time (waiting on the scheduler, launching tasks, handing off between
-    // monotasks, reporting) is a per-batch cost that stays. Measured on this machine, taking
-    // all of the rest as scaling under-predicted a run whose work shrank (input decoded: −28 %)
-    // and taking all of it as fixed under-predicted one whose work doubled (−21 %).
+    // monotasks, reporting) is a per-batch cost that stays. Taking all of the rest as scaling
+    // under-predicted a run whose work shrank, and taking all of it as fixed under-predicted one
+    // whose work doubled (`docs/experiments/2026-11-26-whatif-model-host-term.md`).
     let measured_us = baseline.measured_us.max(0.0);
     let scaling_us = (baseline.modelled_us + crate::model::cpu_skew_mean_us(run)).clamp(0.0, measured_us);
     // (measured − scaling) + scaling × ratio, written so that ratio 1 gives measured exactly.
@@ -401,8 +401,8 @@ impl Changed {
     /// `on` or off. A combine folds a map task's rows into partial aggregates, one hash
     /// update per row: the work the reduce does on the same rows when nothing combined them
     /// first. Without a combine the map task partitions every row into shuffle blocks
-    /// instead, about the same work per row (measured on ysb: map compute 682 µs per task
-    /// without a combine against 382 + 282 with one), so the map stage's time stays either
+    /// instead, about the same work per row (measured on ysb in
+    /// `docs/experiments/2026-11-26-whatif-paired.md`), so the map stage's time stays either
     /// way. Turning it off adds each stage's `Combine` time to the stage after it (which
     /// reads its shuffle); turning it on leaves the reduce `ratio` of its compute. Records
     /// without `Combine` monotasks (older results) cannot tell the combine's time, so reduce

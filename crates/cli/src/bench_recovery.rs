@@ -1,7 +1,7 @@
-//! `sleet bench recovery` (WORKLOADS §5): runs ysb on a local cluster, kills or stops one
-//! worker mid-run, and reports how long the driver took to notice, how high latency rose,
-//! how long until it was back near its level before the failure, and whether the results
-//! still equal the ground truth.
+//! `sleet bench recovery` (`benchmarks/README.md`): runs ysb on a local cluster, kills or stops one
+//! worker mid-run, and reports how long the driver took to notice, how high latency rose, how long
+//! until it was back near its level before the failure, and whether the results still equal the
+//! ground truth.
 //!
 //! Latency here is per batch, from a batch's close (its scheduled end) to its results being
 //! visible in the sink: ysb's 10 s windows are too coarse to show a recovery that takes a
@@ -100,8 +100,8 @@ impl FailureSignal {
 /// Batch 0 starts this long after submission, so the workers have registered and the job
 /// runs on the clock from its first batch rather than replaying a backlog.
 const START_DELAY_MS: i64 = 1_500;
-/// Latency counts as recovered once it is at most this multiple of its pre-failure median
-/// (WORKLOADS §5).
+/// Latency counts as recovered once it is at most this multiple of its pre-failure median (the
+/// criterion `benchmarks/README.md` states for `bench recovery`).
 const RECOVERED_FACTOR: f64 = 1.2;
 /// The recovered median is taken over at least this many batches and this much time, so one
 /// lucky batch in a backlog does not count as a recovery.

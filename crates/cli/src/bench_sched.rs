@@ -1,4 +1,4 @@
-//! `sleet bench sched` and `sleet bench shuffle` (WORKLOADS §4, Drizzle §5.2): how long a
+//! `sleet bench sched` and `sleet bench shuffle` (`benchmarks/README.md`, Drizzle §5.2): how long a
 //! batch takes when the work is tiny and coordination is all that is left.
 //!
 //! `sched` is one stage with one task per worker core, each summing random numbers; `shuffle`
@@ -101,7 +101,7 @@ pub struct BenchSchedArgs {
 const BATCH_INTERVAL_MS: u64 = 10;
 /// `shuffle`'s window: a hundred batches of numbers summed per key.
 const SHUFFLE_WINDOW_MS: i64 = 1000;
-/// Keys per task: by default a task sums all its numbers into one, as WORKLOADS §4 has it;
+/// Keys per task: by default a task sums all its numbers into one, as Drizzle §5.2 has it;
 /// `shuffle` sends that sum to the one reduce task its key hashes to. Every map task still
 /// announces its output to every reduce task, empty ones included.
 fn keys(args: &BenchSchedArgs) -> u32 {

@@ -310,8 +310,9 @@ async fn run_scenarios(args: &BenchWhatifArgs, scenarios: &[&Scenario], run_dir:
 /// A pair one of whose runs decoded more than this share slower per event than the median
 /// run of the bench ran on a host slowed from outside for most of it (another tenant's burst,
 /// a vCPU given away): no what-if predicts that, so the pair is taken again, at most
-/// `HOST_RERUNS_MAX` times. Two busy cores of this host decode up to ~10 % slower than one, so
-/// that alone never sets a pair aside. Spells shorter than half a run are not caught: they
+/// `HOST_RERUNS_MAX` times. Busy neighbours slow a core's decoding too
+/// (`HostCapacity::all_busy_core_speed`), but by less than this, so that alone never sets a
+/// pair aside. Spells shorter than half a run are not caught: they
 /// stay in the figures, and in the note on them.
 const HOST_SLOW_TOLERANCE: f64 = 0.2;
 const HOST_RERUNS_MAX: u32 = 2;

@@ -1,6 +1,7 @@
 //! `sleet bench ysb`: runs the Yahoo Streaming Benchmark on a local cluster, checks every
-//! (campaign, window) count against the ground truth and writes the WORKLOADS.md result; with
-//! `--find-max-rate`, searches for the highest rate the cluster sustains (`max_rate`).
+//! (campaign, window) count against the ground truth and writes the result object that
+//! `benchmarks/README.md` describes; with `--find-max-rate`, searches for the highest rate the
+//! cluster sustains (`max_rate`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,10 +8,9 @@ use sleet_clarity::{analyze, HostCapacity, MonotaskKind, RunSamples, WhatIfParam
 use sleet_wire::JobSummary;
 
 /// Share of a ysb map task's compute that is JSON decoding, the rest being filter, project,
-/// lookup, partial aggregation and partitioning: measured on this machine by timing the
-/// decoder apart from the whole of `StagePipeline::run` on raw input over a 20 s `bench ysb`
-/// at 500 000 events/s, 100 ms batches, 2 workers (0.923 and 0.925 on the two workers; the
-/// blocks' encoding after `run`, a few hundred combined rows, was not timed). Workers now
+/// lookup, partial aggregation and partitioning: measured by timing the decoder apart from the
+/// whole of `StagePipeline::run` on raw input in a `bench ysb` run
+/// (`docs/experiments/2026-11-25-whatif-first-sets.md`). Workers now
 /// record decoding as its own monotask (`MonotaskKind::Decode`), which the `decoded` what-if
 /// reads instead; this constant (or `--decode-share`) serves results recorded before that.
 pub const YSB_DECODE_SHARE: f64 = 0.92;

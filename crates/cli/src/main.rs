@@ -146,7 +146,8 @@ enum Command {
         #[command(subcommand)]
         workload: GenWorkload,
     },
-    /// Run a benchmark of WORKLOADS.md on a local cluster and check its results.
+    /// Run a benchmark on a local cluster and check its results (benchmarks/README.md describes
+    /// each).
     Bench {
         #[command(subcommand)]
         workload: BenchWorkload,
@@ -193,14 +194,14 @@ enum GenWorkload {
 
 #[derive(Subcommand)]
 enum BenchWorkload {
-    /// The Yahoo Streaming Benchmark (WORKLOADS §1).
+    /// The Yahoo Streaming Benchmark (benchmarks/README.md).
     Ysb(Box<bench_ysb::BenchYsbArgs>),
-    /// Scheduling micro-benchmark: one stage of tiny tasks (WORKLOADS §4).
+    /// Scheduling micro-benchmark: one stage of tiny tasks, as in Drizzle §5.2.
     Sched(bench_sched::BenchSchedArgs),
-    /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle (WORKLOADS §4).
+    /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle.
     Shuffle(bench_sched::BenchSchedArgs),
     /// ysb with one worker killed or stopped mid-run: detection, latency, recovery time and
-    /// correctness (WORKLOADS §5).
+    /// correctness.
     Recovery(bench_recovery::BenchRecoveryArgs),
     /// ysb while workers are killed or frozen at random times and replaced: results must
     /// equal the ground truth with no committed row twice.

@@ -6,9 +6,10 @@
 //! The records cannot show this part: every task of a run at a fixed rate has the same
 //! events, so its time is one point, and a what-if that changes the events per task (more
 //! cores or workers share them, a longer interval gives each more) needs the line through
-//! it. On this host the idle gap is what makes the intercept: run back to back, generating
-//! 5 000 events took 149 µs and 30 000 took 900; each after 90 ms of sleep, 307 and 1 071
-//! (memory the allocator returned while idle is faulted in again, caches are cold).
+//! it. The idle gap is what makes most of the intercept: after it, memory the allocator
+//! returned while idle is faulted in again and caches are cold, so each pass runs after a
+//! sleep as long as the batch interval, up to `IDLE_MAX` (measured in
+//! `docs/experiments/2026-11-26-map-task-fixed-cost.md`).
 
 use std::time::{Duration, Instant};
 

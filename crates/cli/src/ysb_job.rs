@@ -1,4 +1,5 @@
-//! The Yahoo Streaming Benchmark query as a sleet plan (WORKLOADS §1).
+//! The Yahoo Streaming Benchmark query as a sleet plan (the workload `benchmarks/README.md`
+//! describes).
 
 use sleet_plan::{
     col, lit, Aggregate, EventTimeSource, FileSourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart,

@@ -1,7 +1,7 @@
-//! The result object of one `bench ysb` run (WORKLOADS.md's format): correctness against the
-//! ground truth, sustained throughput, stability, lag and window latency, where the CPU time
-//! went, per-second series, and the performance model's view (`clarity`). Computed from the
-//! job summary and the sink's rows only.
+//! The result object of one `bench ysb` run (the format `benchmarks/README.md` describes):
+//! correctness against the ground truth, sustained throughput, stability, lag and window latency,
+//! where the CPU time went, per-second series, and the performance model's view (`clarity`).
+//! Computed from the job summary and the sink's rows only.
 
 use anyhow::{Context, Result};
 use serde_json::json;

@@ -1,4 +1,4 @@
-//! A Kafka topic partition as a direct source (DESIGN §4.5).
+//! A Kafka topic partition as a direct source (`docs/design/group-scheduling.md`).
 //!
 //! ```text
 //!  prefetch thread ── Fetch (net) ──▶ buffered records (bounded) ──read at batch close──▶ batch

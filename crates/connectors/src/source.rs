@@ -5,10 +5,10 @@
 //!                                       (or Source::read_decoded ──▶ rows) └──▶ SourceRange (the batch log)
 //! ```
 //!
-//! The worker that owns a source partition reads each batch itself and says what it read;
-//! the driver never chooses a range (DESIGN §4.5). The read runs on the scheduler of the
-//! resource it uses, so its monotask record is true: generating records is cpu work, reading
-//! Kafka is network, reading a file is disk.
+//! The worker that owns a source partition reads each batch itself and says what it read; the
+//! driver never chooses a range (`docs/design/group-scheduling.md`, direct sources). The read runs
+//! on the scheduler of the resource it uses, so its monotask record is true: generating records is
+//! cpu work, reading Kafka is network, reading a file is disk.
 
 use std::sync::Arc;
 

@@ -1,9 +1,9 @@
-//! Checkpoints at group boundaries (DESIGN §6): when one is due, the last batch of the next
-//! group is marked, every stateful partition snapshots its state right after that batch and
-//! writes it to the store, and once the batch completes the driver records the checkpoint:
-//! the snapshots' locations and where every source partition stands (the end of what that
-//! batch read). Recovery restarts from the latest record; an older one, and its snapshots,
-//! are deleted once a newer one is durable.
+//! Checkpoints at group boundaries (`docs/design/recovery.md`): when one is due, the last batch of
+//! the next group is marked, every stateful partition snapshots its state right after that batch
+//! and writes it to the store, and once the batch completes the driver records the checkpoint: the
+//! snapshots' locations and where every source partition stands (the end of what that batch read).
+//! Recovery restarts from the latest record; an older one, and its snapshots, are deleted once a
+//! newer one is durable.
 //!
 //! The decisions (when one is due, when one is complete) are pure; `record` does the I/O.
 

@@ -1,5 +1,5 @@
-//! Output commits (DESIGN §6, exactly-once results): which batches' rows a reader of the
-//! job's file output may trust, published as each output directory's commit manifest.
+//! Output commits (exactly-once results, `docs/design/recovery.md`): which batches' rows a reader
+//! of the job's file output may trust, published as each output directory's commit manifest.
 //!
 //! A batch is committed once it and every batch before it completed in the current attempt
 //! (every task that writes its rows reported, so its rows are all written). Each attempt owns

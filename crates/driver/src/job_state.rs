@@ -1,8 +1,8 @@
 //! The driver's state directory: the running job as a restarted driver needs it to resume
-//! (DESIGN §6, driver restart). Two files, each replaced whole (`files::replace_file`) and
-//! removed when the job ends: `job.json` at every attempt's start (synced), `figures.json` at
-//! every attempt's start, before every checkpoint record and at most every
-//! `FIGURES_SAVE_INTERVAL_MS` between (not synced, as the commit manifest).
+//! (`docs/design/recovery.md`, driver restart). Two files, each replaced whole
+//! (`files::replace_file`) and removed when the job ends: `job.json` at every attempt's start
+//! (synced), `figures.json` at every attempt's start, before every checkpoint record and at most
+//! every `FIGURES_SAVE_INTERVAL_MS` between (not synced, as the commit manifest).
 //!
 //! ```text
 //!  state dir/job.json ─┐  the job file as resolved, its clock, the last attempt started,

@@ -1,4 +1,7 @@
-//! Operators and expression evaluation over Arrow `RecordBatch`es. No I/O, no clocks.
+//! Operators and expression evaluation over Arrow `RecordBatch`es. No I/O. The one clock read is
+//! `StagePipeline::run_rows` timing the map-side combine with a monotonic `Instant`: the combine
+//! runs between other operators, so a caller could not time it apart, and the what-if for turning
+//! it off needs its time. Nothing here depends on the wall clock.
 //!
 //! ```text
 //!  RawRecords ──json::JsonDecoder──▶ RecordBatch ─┬─▶ dead letters (record, reason)

@@ -111,7 +111,7 @@ impl StagePipeline {
     /// The first half of `run`: the input as rows. Raw records go through the stage's decode
     /// operator (or become one binary column when it has none), decoded rows are checked
     /// against that operator's output, blocks pass as they are. Apart so that the caller can
-    /// time decoding on its own (this crate reads no clocks).
+    /// time decoding on its own (this crate times only the combine, inside `run_rows`).
     pub fn decode(&mut self, input: &StageInputData) -> Result<StageRows, ExecError> {
         let decoder = match self.operators.first() {
             Some(OperatorExec::Decode(decoder)) => Some(decoder),

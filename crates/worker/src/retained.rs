@@ -1,5 +1,6 @@
-//! Map outputs kept after their reducers read them, so that a recovery re-runs on survivors
-//! only what the lost worker held (DESIGN §6, Drizzle §3.3: surviving map outputs are reused).
+//! Map outputs kept after their reducers read them, so that a recovery re-runs on survivors only
+//! what the lost worker held (`docs/design/recovery.md`; Drizzle §3.3: surviving map outputs are
+//! reused).
 //!
 //! ```text
 //!  source task of a stateless stage ends ─▶ keep (blocks, stats)   [if under the byte bound]
