@@ -100,7 +100,7 @@ pub fn clarity_section(
     let run = RunSamples { host, ..measured_samples(samples, warm_ms) };
     let analysis = analyze(&run);
     json!({
-        "definition": "the performance model (DESIGN §8) of the batches scheduled after the warm-up among the \
+        "definition": "the performance model (docs/design/performance-model.md) of the batches scheduled after the warm-up among the \
                        most recent ones the driver keeps; times are per batch, in µs",
         "bottleneck": analysis.model.bottleneck.to_string(),
         "analysis": analysis,
