@@ -32,7 +32,9 @@ pub struct JobRuntime {
     pipelines: Mutex<HashMap<Slot, Arc<Mutex<StagePipeline>>>>,
     sources: Mutex<HashMap<u32, Arc<dyn Source>>>,
     tables: Mutex<HashMap<String, RecordBatch>>,
-    sinks: Mutex<HashMap<Slot, Arc<dyn Sink>>>,
+    /// `None` for a partition whose spec keeps no output, so that a task of such a stage
+    /// does not open (and name) its sink again on every batch.
+    sinks: Mutex<HashMap<Slot, Option<Arc<dyn Sink>>>>,
     dead_letters: Mutex<HashMap<Slot, Arc<Mutex<DeadLetterWriter>>>>,
     visible: Mutex<HashMap<Slot, VisibleTimes>>,
 }
@@ -133,7 +135,7 @@ impl JobRuntime {
     pub fn sink(&self, stage: StageId, partition: u32, spec: &SinkSpec) -> Result<Option<Arc<dyn Sink>>, WorkerError> {
         let mut sinks = self.sinks.lock().expect("sinks lock");
         if let Some(sink) = sinks.get(&(stage, partition)) {
-            return Ok(Some(Arc::clone(sink)));
+            return Ok(sink.clone());
         }
         let context = SinkContext {
             partition,
@@ -141,9 +143,9 @@ impl JobRuntime {
             attempt: self.registration.attempt,
             run: format!("{}@{}", self.registration.name, self.registration.clock.start_ms),
         };
-        let Some(sink) = open_sink(spec, context)? else { return Ok(None) };
-        sinks.insert((stage, partition), Arc::clone(&sink));
-        Ok(Some(sink))
+        let sink = open_sink(spec, context)?;
+        sinks.insert((stage, partition), sink.clone());
+        Ok(sink)
     }
 
     /// Whether a source task's output is worth keeping for a recovery to reuse: only with
@@ -231,7 +233,7 @@ impl JobRuntime {
 
     /// Flushes every open file; called when the job ends.
     pub fn flush(&self) -> Result<(), WorkerError> {
-        for sink in self.sinks.lock().expect("sinks lock").values() {
+        for sink in self.sinks.lock().expect("sinks lock").values().flatten() {
             sink.flush()?;
         }
         for writer in self.dead_letters.lock().expect("dead letters lock").values() {
