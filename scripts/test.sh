@@ -1,6 +1,14 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: formatting, unit tests, and the integration tests that start a
-# real driver and worker processes on 127.0.0.1. Usage: scripts/test.sh [extra cargo test args]
+# Runs the whole test suite: formatting, lints, unit tests, doc tests, and the integration tests
+# that start a real driver and worker processes on 127.0.0.1. Usage: scripts/test.sh [extra cargo test args]
+#
+# SLEET_TOOLCHAIN=<rustup toolchain> builds and tests with that toolchain instead of the default
+# one; .ci/run sets it to the `rust-version` in Cargo.toml, so CI proves the declared minimum
+# Rust version with the suite's own build instead of a second build and test run. Formatting and
+# clippy stay on the default toolchain (stable on CI): their verdicts change between releases,
+# and the newest clippy is the one worth listening to. A per-command `+toolchain` is used rather
+# than exporting RUSTUP_TOOLCHAIN so that without the variable the script needs no rustup and no
+# toolchain named "stable", just whatever `cargo` is on the PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,12 +16,19 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "scripts/test.sh: cargo is not installed; install Rust (https://rustup.rs) and retry" >&2
     exit 1
 fi
+build_cargo=(cargo)
+if [ -n "${SLEET_TOOLCHAIN:-}" ]; then
+    build_cargo=(cargo "+$SLEET_TOOLCHAIN")
+fi
 
 echo "== formatting"
 cargo fmt --all -- --check
 
-echo "== build (release: the integration tests run the engine at benchmark speed)"
-cargo build --release --workspace --all-targets
+echo "== lints ($(cargo clippy --version))"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+
+echo "== build with $("${build_cargo[@]}" --version) (release: the integration tests run the engine at benchmark speed)"
+"${build_cargo[@]}" build --release --workspace --all-targets --locked
 
 echo "== Kafka broker for the tests (127.0.0.1:19092; jars fetched once with Maven)"
 kafka_dir="target/kafka-test-19092"
@@ -21,6 +36,6 @@ scripts/kafka.sh start --port 19092 --dir "$kafka_dir"
 trap 'scripts/kafka.sh stop --port 19092 --dir "$kafka_dir"' EXIT
 export SLEET_KAFKA_BROKERS=127.0.0.1:19092
 
-echo "== tests"
+echo "== tests (unit, integration, and the library crates' doc tests)"
 # Integration tests each start their own cluster; two at a time keeps a 2-core machine honest.
-cargo test --release --workspace -- --test-threads=2 "$@"
+"${build_cargo[@]}" test --release --workspace --locked -- --test-threads=2 "$@"
