@@ -141,7 +141,14 @@ mkdir -p "$out"
     echo "head: $head_rev ($head_id)"
     echo "benchmark: ${bench_args[*]}"
     echo "pairs: $runs"
+    echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
 } >"$out/about.txt"
+# A busy machine distorts what these benchmarks measure (wake-up latency above all) for both
+# binaries, but not by the same amount: say so rather than let a ratio pass for quiet.
+load="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)"
+if awk -v load="$load" 'BEGIN { exit !(load > 0.5) }'; then
+    echo "bench-compare: warning: load average $load before the runs; other work on this machine skews the ratio" >&2
+fi
 
 run_one() {
     local side="$1" pair="$2" started rc=0
@@ -172,6 +179,8 @@ for pair in $(seq 1 "$runs"); do
         run_one base "$pair" "${base_cmd[@]}"
     fi
 done
+
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/about.txt"
 
 figure_args=()
 for figure in "${figures[@]+"${figures[@]}"}"; do
