@@ -101,7 +101,9 @@ build() {
         # Dependencies compiled for another commit are valid here too when their versions
         # match; copying them saves most of a clean release build.
         local seed
-        seed="$(ls -dt "$cache"/target-* 2>/dev/null | head -n 1 || true)"
+        # Directories only: each target directory has a build log beside it.
+        seed="$(ls -dt "$cache"/target-*/ 2>/dev/null | head -n 1 || true)"
+        seed="${seed%/}"
         if [ -n "$seed" ]; then
             echo "bench-compare: seeding $target from $seed" >&2
             cp -a "$seed" "$target"
