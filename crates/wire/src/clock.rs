@@ -16,6 +16,18 @@ pub fn now_ms() -> i64 {
 /// A job's batches on the time axis: batch `b` holds what falls in
 /// `[start_ms + b·interval_ms, start_ms + (b+1)·interval_ms)`. The driver, the workers and the
 /// benchmarks all compute batch times here, so they cannot disagree by an off-by-one.
+///
+/// A job of 10 ms batches asked to start at 1 003 ms starts on the next round boundary, and a
+/// batch has closed exactly when its end has passed:
+///
+/// ```
+/// use sleet_wire::clock::BatchClock;
+///
+/// let clock = BatchClock::aligned_after(1_003, 10);
+/// assert_eq!(clock.range_ms(0), (1_010, 1_020));
+/// assert_eq!(clock.closed_by(1_019), 0);
+/// assert_eq!(clock.closed_by(clock.end_ms(0)), 1);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchClock {
     /// Start of batch 0, ms since the epoch.
