@@ -136,6 +136,11 @@ head_bin="$(build "$head_id")"
 mapfile -t base_cmd < <(bench_command "$base_bin")
 mapfile -t head_cmd < <(bench_command "$head_bin")
 
+# The 1, 5 and 15 minute load averages, read once per use.
+load_averages() {
+    cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown
+}
+
 out="${out:-$cache/runs-$(date -u +%Y%m%dT%H%M%SZ)}"
 mkdir -p "$out"
 {
@@ -143,12 +148,12 @@ mkdir -p "$out"
     echo "head: $head_rev ($head_id)"
     echo "benchmark: ${bench_args[*]}"
     echo "pairs: $runs"
-    echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"
+    echo "load average at start: $(load_averages)"
 } >"$out/about.txt"
 # A busy machine distorts what these benchmarks measure (wake-up latency above all) for both
 # binaries, but not by the same amount: say so rather than let a ratio pass for quiet.
-load="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo 0)"
-if awk -v load="$load" 'BEGIN { exit !(load > 0.5) }'; then
+load="$(sed -n 's/^load average at start: \([0-9.]*\).*/\1/p' "$out/about.txt")"
+if awk -v load="${load:-0}" 'BEGIN { exit !(load > 0.5) }'; then
     echo "bench-compare: warning: load average $load before the runs; other work on this machine skews the ratio" >&2
 fi
 
@@ -182,7 +187,7 @@ for pair in $(seq 1 "$runs"); do
     fi
 done
 
-echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >>"$out/about.txt"
+echo "load average at end: $(load_averages)" >>"$out/about.txt"
 
 figure_args=()
 for figure in "${figures[@]+"${figures[@]}"}"; do
