@@ -44,6 +44,13 @@ impl Alarm {
     /// Resolves at `deadline` (within tens of µs), or earlier when a wake-up is left over
     /// from a deadline set before: callers look at the clock again, as after any wake-up.
     pub async fn wait_until(&self, deadline: Instant) {
+        if deadline <= Instant::now() {
+            // Already due (a task ready at once): the thread would only be woken to wake us
+            // back, a futex and an eventfd round trip. Yielding lets the runtime's other tasks
+            // run first, as any wait would.
+            tokio::task::yield_now().await;
+            return;
+        }
         let sooner = {
             let mut state = self.shared.state.lock().expect("alarm lock");
             let sooner = state.deadline.is_none_or(|current| deadline < current);
@@ -111,6 +118,20 @@ mod tests {
                 alarm.wait_until(deadline).await;
                 assert!(Instant::now() >= deadline, "woke before a {wait_ms} ms deadline");
             }
+        });
+    }
+
+    #[test]
+    fn a_deadline_already_due_resolves_without_asking_the_thread() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+        runtime.block_on(async {
+            let alarm = Alarm::start().expect("alarm thread");
+            alarm.wait_until(Instant::now()).await;
+            assert_eq!(
+                alarm.shared.state.lock().expect("alarm lock").deadline,
+                None,
+                "the thread was given a deadline"
+            );
         });
     }
 }

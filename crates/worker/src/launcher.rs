@@ -117,23 +117,12 @@ impl SchedulerShell {
             for ready in self.scheduler.take_ready(now_us.div_euclid(1000)) {
                 self.launch(ready);
             }
-            if self.scheduler.next_wakeup_ms() == Some(i64::MIN) {
-                // A task that ended inline released the next batch of its ordered partition
-                // (every source partition is ordered): start it at once. Waiting for it on a
-                // timer, even one already due, cost a wake-up of the alarm thread per release,
-                // and before the alarm existed tokio's timer rounded that wait up to the next
-                // millisecond: either way most of what a tiny task costs. Yielding first lets
-                // the connection and the shuffle service run between bursts of tasks.
-                tokio::task::yield_now().await;
-                self.drain(&mut events_rx, &mut announced_rx).await;
-                continue;
-            }
             // In µs, on the alarm's own timer (see `alarm`): tokio's rounds up to whole
             // milliseconds, and every batch's latency would carry up to two of them.
             let wait = self
                 .scheduler
                 .next_wakeup_ms()
-                .map(|at| Duration::from_micros((at * 1000).saturating_sub(now_us).max(0) as u64))
+                .map(|at| Duration::from_micros(at.saturating_mul(1000).saturating_sub(now_us).max(0) as u64))
                 .unwrap_or(Duration::from_secs(3600));
             let wake_at = std::time::Instant::now() + wait;
             tokio::select! {
