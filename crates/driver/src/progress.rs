@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use sleet_clarity::{percentile, ClusterShape, MonotaskTotals};
+use sleet_clarity::{percentile, ClusterShape, MonotaskRecord, MonotaskTotals};
 use sleet_plan::SchedulerKind;
 use sleet_wire::{
     BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, RestartRecord,
@@ -19,9 +19,14 @@ use crate::surviving_outputs::{HeldOutput, SurvivingOutputs};
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
-/// Batch records kept for the summary (the most recent ones): about a day of 500 ms
-/// batches or half an hour of 10 ms ones, at under 100 bytes each.
-const BATCH_RECORDS_MAX: usize = 200_000;
+/// Batch records kept for the summary (the most recent ones): half a day of 500 ms batches
+/// or a quarter of an hour of 10 ms ones. The summary travels as one JSON frame, which at
+/// 200 000 records of 16 source ranges outgrew the frame limit (256 MiB) and the client lost it.
+const BATCH_RECORDS_MAX: usize = 100_000;
+/// Source ranges kept with those records (about 60 bytes of JSON each): past it, the oldest
+/// records go, so a job with many partitions keeps fewer batches and its summary stays near
+/// 50 MB at most.
+const SOURCE_RANGES_KEPT_MAX: usize = 400_000;
 /// Window latencies kept for the summary (the most recent ones).
 const WINDOW_LATENCIES_MAX: usize = 1_000_000;
 /// Recovery, rebalance and restart records kept for the summary (the first ones): each is
@@ -42,6 +47,8 @@ pub struct JobStats {
     pub job: JobId,
     pub start_ms: i64,
     batches: VecDeque<BatchRecord>,
+    /// The source ranges of `batches`, summed.
+    kept_source_ranges: usize,
     batches_total: u64,
     batches_before_restart: u64,
     pub events_in: u64,
@@ -120,7 +127,8 @@ impl JobStats {
     /// A task's work: every monotask counts, a re-run's too, since it was really done. Its
     /// sample is kept only while its batch has not completed yet: a batch's samples are those
     /// of its first completion, as its figures are.
-    pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats) {
+    /// `monotasks` are the report's own, moved out of it.
+    pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats, monotasks: Vec<MonotaskRecord>) {
         if stats.retained {
             let held = HeldOutput { worker: report.worker, range: stats.source_range };
             self.surviving.record(report.task.stage, report.task.partition, report.task.batch, held);
@@ -134,11 +142,11 @@ impl JobStats {
                 );
             }
         }
-        for monotask in &report.monotasks {
+        for monotask in &monotasks {
             self.monotasks.add(monotask);
         }
         if !self.counted.contains(report.task.batch) {
-            self.samples.task(report, stats);
+            self.samples.task(report, stats, monotasks);
         }
     }
 
@@ -267,10 +275,14 @@ impl JobStats {
         while self.recent_latencies.front().is_some_and(|(at, _)| *at < now_ms - RECENT_LATENCY_SPAN_MS) {
             self.recent_latencies.pop_front();
         }
-        if self.batches.len() == BATCH_RECORDS_MAX {
-            self.batches.pop_front();
-        }
+        self.kept_source_ranges += completed.record.source_ranges.len();
         self.batches.push_back(completed.record);
+        while self.batches.len() > BATCH_RECORDS_MAX
+            || (self.kept_source_ranges > SOURCE_RANGES_KEPT_MAX && self.batches.len() > 1)
+        {
+            let dropped = self.batches.pop_front().expect("not empty");
+            self.kept_source_ranges -= dropped.source_ranges.len();
+        }
         self.batches_total += 1;
     }
 
@@ -359,6 +371,26 @@ mod tests {
             ..BatchRecord::default()
         };
         CompletedBatch { record, window_latencies_ms: latencies, ..CompletedBatch::default() }
+    }
+
+    #[test]
+    fn the_summary_keeps_the_newest_records_within_the_source_range_bound() {
+        let partitions = 64;
+        let batches = (SOURCE_RANGES_KEPT_MAX / partitions + 100) as u64;
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Group);
+        for batch in 0..batches {
+            let mut done = completed(batch, 1, vec![]);
+            done.record.source_ranges = (0..partitions as u32)
+                .map(|partition| (partition, SourceRange::Time { start_ms: 0, end_ms: 10 }))
+                .collect();
+            stats.push_batch(done, None, 0);
+        }
+        let summary = stats.summary(0);
+        let kept_ranges: usize = summary.batches.iter().map(|record| record.source_ranges.len()).sum();
+        assert!(kept_ranges <= SOURCE_RANGES_KEPT_MAX, "{kept_ranges} source ranges kept");
+        assert_eq!(summary.batches.len(), SOURCE_RANGES_KEPT_MAX / partitions);
+        assert_eq!(summary.batches.last().map(|record| record.batch), Some(batches - 1), "the newest stays");
+        assert_eq!((summary.batches_total, summary.events_in), (batches, batches), "totals count every batch");
     }
 
     #[test]
@@ -461,10 +493,12 @@ mod tests {
         });
         assert_eq!(stats.progress(0).bottleneck, None, "no batch yet");
         // 90 ms of cpu on one core in a 100 ms interval: cpu-bound.
-        stats.add_task(&map_task(0, 90_000), &TaskStats::default());
+        let task = map_task(0, 90_000);
+        stats.add_task(&task, &TaskStats::default(), task.monotasks.clone());
         stats.push_batch(completed_at(0, 190_000), Some(1_000), 200);
         // Batch 0 again in a later attempt: neither its task nor its completion count.
-        stats.add_task(&map_task(0, 10_000), &TaskStats::default());
+        let task = map_task(0, 10_000);
+        stats.add_task(&task, &TaskStats::default(), task.monotasks.clone());
         stats.push_batch(completed_at(0, 110_000), Some(5), 300);
         assert_eq!(stats.progress(300).bottleneck.as_deref(), Some("cpu"));
         let samples = stats.summary(400).samples.expect("samples");

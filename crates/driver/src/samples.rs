@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use sleet_clarity::{BatchSample, ClusterShape, RunSamples, TaskSample};
+use sleet_clarity::{BatchSample, ClusterShape, MonotaskRecord, RunSamples, TaskSample};
 use sleet_wire::{BatchRecord, GroupRecord, TaskReport, TaskStats};
 
 /// Batches whose samples are kept (the most recent ones). The summary carries them to the
@@ -45,8 +45,8 @@ pub struct SampleLog {
     logged_tasks: usize,
 }
 
-/// A task's report as the model takes it.
-pub fn task_sample(report: &TaskReport, stats: &TaskStats) -> TaskSample {
+/// A task's report as the model takes it, with the report's monotask records.
+pub fn task_sample(report: &TaskReport, stats: &TaskStats, monotasks: Vec<MonotaskRecord>) -> TaskSample {
     TaskSample {
         stage: report.task.stage.0,
         partition: report.task.partition,
@@ -55,7 +55,7 @@ pub fn task_sample(report: &TaskReport, stats: &TaskStats) -> TaskSample {
         started_at_us: report.started_at_us,
         finished_at_us: report.finished_at_us,
         records_in: stats.records_in,
-        monotasks: report.monotasks.clone(),
+        monotasks,
     }
 }
 
@@ -89,8 +89,8 @@ impl SampleLog {
     }
 
     /// A task of a batch not yet counted.
-    pub fn task(&mut self, report: &TaskReport, stats: &TaskStats) {
-        self.pending.entry(report.task.batch).or_default().push(task_sample(report, stats));
+    pub fn task(&mut self, report: &TaskReport, stats: &TaskStats, monotasks: Vec<MonotaskRecord>) {
+        self.pending.entry(report.task.batch).or_default().push(task_sample(report, stats, monotasks));
         self.pending_tasks += 1;
         while self.pending_tasks > PENDING_TASKS_MAX {
             let Some((_, dropped)) = self.pending.pop_first() else { break };
@@ -194,7 +194,7 @@ impl SampleLog {
 
 #[cfg(test)]
 mod tests {
-    use sleet_clarity::{EventWait, MonotaskKind, MonotaskRecord, Resource};
+    use sleet_clarity::{EventWait, MonotaskKind, Resource};
     use sleet_plan::StageId;
     use sleet_wire::{TaskId, TaskOutcome};
 
@@ -218,6 +218,14 @@ mod tests {
             started_at_us: span.0,
             finished_at_us: span.1,
         }
+    }
+
+    fn sample_of(report: &TaskReport, stats: &TaskStats) -> TaskSample {
+        task_sample(report, stats, report.monotasks.clone())
+    }
+
+    fn log_task(log: &mut SampleLog, report: &TaskReport, stats: &TaskStats) {
+        log.task(report, stats, report.monotasks.clone());
     }
 
     fn stats(records_in: u64) -> TaskStats {
@@ -249,7 +257,7 @@ mod tests {
 
     #[test]
     fn a_report_becomes_a_task_sample_field_for_field() {
-        let got = task_sample(&report(1, 2, 9, (1_000, 1_500)), &stats(42));
+        let got = sample_of(&report(1, 2, 9, (1_000, 1_500)), &stats(42));
         let expected = TaskSample {
             stage: 1,
             partition: 2,
@@ -273,8 +281,8 @@ mod tests {
     #[test]
     fn a_batch_closes_at_its_scheduled_end_and_starts_with_its_first_task_in_us() {
         let tasks = [
-            task_sample(&report(0, 0, 0, (1_000_700, 1_010_000)), &stats(1)),
-            task_sample(&report(0, 1, 0, (1_000_300, 1_012_000)), &stats(1)),
+            sample_of(&report(0, 0, 0, (1_000_700, 1_010_000)), &stats(1)),
+            sample_of(&report(0, 1, 0, (1_000_300, 1_012_000)), &stats(1)),
         ];
         let got = batch_sample(&record(0, Some(3)), &tasks, 250);
         let expected = BatchSample {
@@ -298,9 +306,9 @@ mod tests {
         let mut log = SampleLog::default();
         assert_eq!(log.run_samples(), None, "nothing without a shape");
         log.set_shape(shape());
-        log.task(&report(0, 0, 0, (1, 2)), &stats(10));
-        log.task(&report(0, 0, 1, (3, 4)), &stats(11));
-        log.task(&report(1, 0, 0, (5, 6)), &stats(12));
+        log_task(&mut log, &report(0, 0, 0, (1, 2)), &stats(10));
+        log_task(&mut log, &report(0, 0, 1, (3, 4)), &stats(11));
+        log_task(&mut log, &report(1, 0, 0, (5, 6)), &stats(12));
         log.batch_completed(&record(0, Some(3)), None);
         log.batch_completed(&record(1, Some(3)), None);
         assert_eq!(log.recent(i64::MAX, 10), None, "no batch's coordination is known yet");
@@ -346,11 +354,11 @@ mod tests {
     fn a_failed_attempts_tasks_and_a_reruns_are_left_out() {
         let mut log = SampleLog::default();
         log.set_shape(shape());
-        log.task(&report(0, 0, 4, (1, 2)), &stats(1));
+        log_task(&mut log, &report(0, 0, 4, (1, 2)), &stats(1));
         log.attempt_failed();
-        log.task(&report(0, 1, 4, (3, 4)), &stats(2));
+        log_task(&mut log, &report(0, 1, 4, (3, 4)), &stats(2));
         log.batch_completed(&record(4, None), Some(70));
-        log.task(&report(0, 0, 4, (5, 6)), &stats(3));
+        log_task(&mut log, &report(0, 0, 4, (5, 6)), &stats(3));
         log.discard(4);
         let run = log.run_samples().expect("samples");
         assert_eq!(run.batches.iter().map(|b| b.coordination_us).collect::<Vec<_>>(), vec![70]);
@@ -371,7 +379,7 @@ mod tests {
         let tasks_per_batch = 5;
         for batch in 10_000..10_000 + (SAMPLE_TASKS_MAX / tasks_per_batch) as u64 + 3 {
             for partition in 0..tasks_per_batch as u32 {
-                log.task(&report(0, partition, batch, (1, 2)), &stats(1));
+                log_task(&mut log, &report(0, partition, batch, (1, 2)), &stats(1));
             }
             log.batch_completed(&record(batch, None), Some(0));
         }
