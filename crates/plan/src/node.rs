@@ -134,6 +134,16 @@ pub enum SourceSpec {
 }
 
 impl SourceSpec {
+    /// Whether a partition's batches must be read in batch order: a Kafka or file partition
+    /// is read front to back (batch b + 1 starts where b ended), while a generator makes a
+    /// batch from its number alone, so its batches may run in any order.
+    pub fn reads_in_order(&self) -> bool {
+        match self {
+            SourceSpec::Kafka(_) | SourceSpec::Files(_) => true,
+            SourceSpec::Ysb(_) | SourceSpec::Numbers(_) => false,
+        }
+    }
+
     pub fn partitions(&self) -> u32 {
         match self {
             SourceSpec::Ysb(spec) => spec.partitions,

@@ -73,10 +73,14 @@ impl JobRuntime {
     }
 
     /// A stage whose partitions must see their batches in order: a stateful one (each
-    /// batch's state update builds on the one before) and a source (a partition is read
-    /// front to back, as a Kafka consumer must).
+    /// batch's state update builds on the one before) and one reading a source that is read
+    /// front to back, as a Kafka consumer must. A generator's partitions are not held to it:
+    /// the ordered path's bookkeeping and turn were a sixth of a worker's time per task in
+    /// `bench sched` (docs/experiments/2026-11-27-group-scheduling-regression.md).
     pub fn runs_in_batch_order(&self, id: StageId) -> bool {
-        self.stage(id).is_ok_and(|stage| matches!(stage.input, StageInput::Source(_)) || stage.is_stateful())
+        self.stage(id).is_ok_and(|stage| {
+            matches!(&stage.input, StageInput::Source(source) if source.reads_in_order()) || stage.is_stateful()
+        })
     }
 
     pub fn pipeline(&self, stage: StageId, partition: u32) -> Result<Arc<Mutex<StagePipeline>>, WorkerError> {
