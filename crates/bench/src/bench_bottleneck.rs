@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde_json::json;
 use sleet_clarity::Bottleneck;
 
-use crate::bench_ysb::write_output;
+use crate::output::write_output;
 use crate::ysb_case::{model_terms, pick, run_ysb, RepeatArgs};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -22,7 +22,7 @@ pub struct BenchBottleneckArgs {
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
     #[command(flatten)]
-    pub output: crate::run_dir::BenchOutputArgs,
+    pub output: crate::output::BenchOutputArgs,
 }
 
 /// One engineered run: what should limit it, and the `bench ysb` flags that make it so.
