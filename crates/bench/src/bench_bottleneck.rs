@@ -1,4 +1,4 @@
-//! `sleet bench bottleneck`: engineers ysb runs each limited by one thing (the cpu, the
+//! `sleet-bench bottleneck`: engineers ysb runs each limited by one thing (the cpu, the
 //! network, the disk, the input, the scheduler's coordination) and checks that the
 //! performance model names that one, in every repeat.
 //!

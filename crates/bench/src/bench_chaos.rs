@@ -1,4 +1,4 @@
-//! `sleet bench chaos`: ysb on a local cluster while workers are killed (SIGKILL) or frozen
+//! `sleet-bench chaos`: ysb on a local cluster while workers are killed (SIGKILL) or frozen
 //! (SIGSTOP, woken a little later, when the driver has cut them off) at seeded random
 //! times, each replaced by a fresh worker that joins the running job; with `--driver-kills`
 //! the driver too is killed (SIGKILL) at seeded times and restarted at once with the same

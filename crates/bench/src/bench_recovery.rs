@@ -1,4 +1,4 @@
-//! `sleet bench recovery` (`benchmarks/README.md`): runs ysb on a local cluster, kills or stops one
+//! `sleet-bench recovery` (`benchmarks/README.md`): runs ysb on a local cluster, kills or stops one
 //! worker mid-run, and reports how long the driver took to notice, how high latency rose, how long
 //! until it was back near its level before the failure, and whether the results still equal the
 //! ground truth.

@@ -1,4 +1,4 @@
-//! `sleet bench whatif`: validates the what-if answers. For each scenario it runs a baseline,
+//! `sleet-bench whatif`: validates the what-if answers. For each scenario it runs a baseline,
 //! predicts the changed configuration's batch time from the baseline's records alone
 //! (`sleet_clarity::predict`), runs the changed configuration, and compares the medians of the
 //! runs: the prediction should be within 15 % of the measured batch time.

@@ -1,4 +1,4 @@
-//! A ysb run described by its `sleet bench ysb` flags, for the benchmarks that run many of them
+//! A ysb run described by its `sleet-bench ysb` flags, for the benchmarks that run many of them
 //! (`bench bottleneck`, `bench whatif`): the flags are parsed as `bench ysb` parses them, so a
 //! case in a result file can be re-run by pasting its flags.
 
@@ -19,7 +19,7 @@ struct YsbCommandLine {
     args: BenchYsbArgs,
 }
 
-/// `flags` as `sleet bench ysb` would read them; an error names the flags.
+/// `flags` as `sleet-bench ysb` would read them; an error names the flags.
 pub fn ysb_args(flags: &[String]) -> Result<BenchYsbArgs> {
     YsbCommandLine::try_parse_from(flags)
         .map(|line| line.args)

@@ -1,4 +1,4 @@
-//! `sleet bench ysb --source kafka`: producer → Kafka → job → sink, checked against the
+//! `sleet-bench ysb --source kafka`: producer → Kafka → job → sink, checked against the
 //! ground truth of what the producer wrote.
 //!
 //! Live, a `sleet gen ysb` process produces at `--rate` while the job runs; with
