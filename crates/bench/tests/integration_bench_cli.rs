@@ -8,7 +8,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::{
-    alive, children_of, interrupt, run_with_limit, sleet_bench, stderr_until, test_dir, wait_with_limit, INTERRUPTED,
+    alive, assert_bsp_refuses, children_of, interrupt, sleet_bench, stderr_until, test_dir, wait_with_limit,
+    INTERRUPTED,
 };
 
 #[test]
@@ -39,12 +40,9 @@ fn ctrl_c_stops_a_benchmark_and_every_process_it_started() {
 
 #[test]
 fn group_flags_are_refused_under_bsp_naming_the_flag() {
-    for (command, flag, value) in [(&["ysb"][..], "--group-size", "4"), (&["sched"][..], "--group-size", "10")] {
-        let mut refused = sleet_bench();
-        refused.args(command).args(["--scheduler", "bsp", flag, value]);
-        let output = run_with_limit(refused, Duration::from_secs(20));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{command:?} {flag}: {stderr}");
-        assert!(stderr.contains(flag) && stderr.contains("bsp"), "{stderr}");
+    for (benchmark, flag, value) in [("ysb", "--group-size", "4"), ("sched", "--group-size", "10")] {
+        let mut command = sleet_bench();
+        command.arg(benchmark);
+        assert_bsp_refuses(command, flag, value);
     }
 }

@@ -6,12 +6,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use common::{
-    interrupt, run_with_limit, sleet, start_worker, stderr_until, test_dir, wait_with_limit, Reaper, INTERRUPTED,
+    assert_bsp_refuses, interrupt, run_with_limit, sleet, start_worker, stderr_until, test_dir, wait_with_limit,
+    ysb_job_file, Reaper, INTERRUPTED,
 };
 
 /// Starts a driver on `listen` and returns it with the address it printed.
@@ -19,23 +19,10 @@ fn start_driver(listen: &str, extra: &[&str]) -> (Child, String) {
     common::start_driver_on(listen, extra)
 }
 
-/// A ysb job file of `duration` writing its results under `dir`.
-fn job_file(dir: &Path, duration: &str) -> PathBuf {
-    let mut command = sleet();
-    command.args(["job", "ysb", "--rate", "20000", "--duration", duration]);
-    command.arg("--sink-dir").arg(dir.join("results"));
-    command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
-    let output = run_with_limit(command, Duration::from_secs(30));
-    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
-    let path = dir.join("job.json");
-    std::fs::write(&path, &output.stdout).expect("writing the job file");
-    path
-}
-
 #[test]
 fn ctrl_c_while_the_driver_waits_for_workers_withdraws_the_job_and_exits_130() {
     let dir = test_dir("cli_ctrl_c_waiting");
-    let job = job_file(&dir, "3s");
+    let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.1:0", &["--expect-workers", "2", "--worker-wait", "60s"]);
     let mut processes = Reaper(vec![driver]);
     let mut submit = sleet()
@@ -72,7 +59,7 @@ fn ctrl_c_while_the_driver_waits_for_workers_withdraws_the_job_and_exits_130() {
 #[test]
 fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
     let dir = test_dir("cli_ctrl_c_running");
-    let job = job_file(&dir, "60s");
+    let job = ysb_job_file(&dir, "60s");
     let (driver, address) = start_driver("127.0.0.1:0", &[]);
     let processes = Reaper(vec![driver, start_worker(&address, &[])]);
     let mut submit = sleet()
@@ -97,7 +84,7 @@ fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
 #[test]
 fn a_driver_short_of_workers_fails_the_job_naming_who_joined() {
     let dir = test_dir("cli_too_few_workers");
-    let job = job_file(&dir, "3s");
+    let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.1:0", &["--expect-workers", "2", "--worker-wait", "2s"]);
     let _processes = Reaper(vec![driver, start_worker(&address, &["--name", "lonely-worker"])]);
     let mut submit = sleet();
@@ -121,7 +108,7 @@ fn free_port(ip: &str) -> u16 {
 #[test]
 fn workers_on_other_loopback_addresses_run_a_job_with_the_driver() {
     let dir = test_dir("cli_advertise");
-    let job = job_file(&dir, "3s");
+    let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.2:0", &["--expect-workers", "2"]);
     assert!(address.starts_with("127.0.0.2:"), "{address}");
     let advertised = format!("127.0.0.3:{}", free_port("127.0.0.3"));
@@ -171,15 +158,10 @@ fn a_second_driver_on_a_checkpoint_directory_in_use_is_refused_naming_it() {
 
 #[test]
 fn group_flags_are_refused_under_bsp_naming_the_flag() {
-    for (command, flag, value) in
-        [(&["job", "ysb"][..], "--group-size", "4"), (&["job", "ysb"][..], "--overhead-bounds", "0.1,0.2")]
-    {
-        let mut refused = sleet();
-        refused.args(command).args(["--scheduler", "bsp", flag, value]);
-        let output = run_with_limit(refused, Duration::from_secs(20));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{command:?} {flag}: {stderr}");
-        assert!(stderr.contains(flag) && stderr.contains("bsp"), "{stderr}");
+    for (flag, value) in [("--group-size", "4"), ("--overhead-bounds", "0.1,0.2")] {
+        let mut command = sleet();
+        command.args(["job", "ysb"]);
+        assert_bsp_refuses(command, flag, value);
     }
 }
 

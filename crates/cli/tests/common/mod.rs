@@ -220,3 +220,27 @@ pub fn assert_success(output: &Output, what: &str) {
 pub fn dead_letters(dir: &Path) -> Vec<serde_json::Value> {
     sleet_connectors::dead_letter::read_dead_letters(dir).expect("reading the dead letters")
 }
+
+/// A ysb job file (`sleet job ysb --rate 20000 --duration DURATION`) writing its results and
+/// dead letters under `dir`, written to `dir/job.json`.
+pub fn ysb_job_file(dir: &Path, duration: &str) -> PathBuf {
+    let mut command = sleet();
+    command.args(["job", "ysb", "--rate", "20000", "--duration", duration]);
+    command.arg("--sink-dir").arg(dir.join("results"));
+    command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
+    let output = run_with_limit(command, Duration::from_secs(30));
+    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
+    let path = dir.join("job.json");
+    std::fs::write(&path, &output.stdout).expect("writing the job file");
+    path
+}
+
+/// Runs `command` with `--scheduler bsp FLAG VALUE` and checks it is refused (exit 1) with a
+/// message naming the flag and bsp.
+pub fn assert_bsp_refuses(mut command: Command, flag: &str, value: &str) {
+    command.args(["--scheduler", "bsp", flag, value]);
+    let output = run_with_limit(command, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{flag}: {stderr}");
+    assert!(stderr.contains(flag) && stderr.contains("bsp"), "{stderr}");
+}
