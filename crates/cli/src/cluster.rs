@@ -288,7 +288,8 @@ fn log_file(dir: &Path, name: &str) -> Result<File> {
     File::create(&path).with_context(|| format!("creating {}", path.display()))
 }
 
-fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
+/// The address a driver prints on its first line of stdout, within 15 s.
+pub fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();

@@ -115,10 +115,8 @@ pub fn start_driver_armed(listen: &str, extra: &[&str], log: impl Into<Stdio>, f
         .stderr(log)
         .spawn()
         .expect("starting the driver");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(driver.stdout.take().expect("piped")), &mut line)
-        .expect("the driver's address");
-    let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
+    let address =
+        sleet_cli::cluster::read_driver_address(driver.stdout.take().expect("piped")).expect("the driver's address");
     (driver, address)
 }
 
