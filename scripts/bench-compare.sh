@@ -6,8 +6,9 @@
 #
 #   BASE, HEAD   commits (any git revision); HEAD defaults to HEAD. `.` stands for the
 #                working tree as it is, uncommitted changes included.
-#   BENCH ARGS   the benchmark and its flags as `sleet bench` takes them, e.g.
-#                `sched --workers 16 --group-size 100`. The script adds `--json`.
+#   BENCH ARGS   the benchmark and its flags as `sleet-bench` takes them, e.g.
+#                `sched --workers 16 --group-size 100`. The script adds `--json`. A commit
+#                from before crates/bench runs them as `sleet bench …`.
 #   --runs N     pairs of runs (default 3). Pair i runs BASE then HEAD when i is odd and HEAD
 #                then BASE when it is even, so that neither binary always runs second on a
 #                machine that warms up or slows down over time.
@@ -119,12 +120,15 @@ build() {
 }
 
 # The command that runs a build's benchmarks: the benchmarks moved to a binary of their own
-# (sleet-bench); before that they were `sleet bench`.
+# (sleet-bench, crates/bench); before that they were `sleet bench`. Decided by the revision's
+# source, not by the target directory: one seeded from a newer build holds a stale sleet-bench.
 bench_command() {
-    if [ -x "$1/sleet-bench" ]; then
-        echo "$1/sleet-bench"
+    local id="$1" bin="$2" src="$root"
+    [ "$id" = worktree ] || src="$cache/src-$id"
+    if [ -f "$src/crates/bench/Cargo.toml" ]; then
+        echo "$bin/sleet-bench"
     else
-        echo "$1/sleet"
+        echo "$bin/sleet"
         echo bench
     fi
 }
@@ -133,8 +137,8 @@ base_id="$(resolve "$base_rev")"
 head_id="$(resolve "$head_rev")"
 base_bin="$(build "$base_id")"
 head_bin="$(build "$head_id")"
-mapfile -t base_cmd < <(bench_command "$base_bin")
-mapfile -t head_cmd < <(bench_command "$head_bin")
+mapfile -t base_cmd < <(bench_command "$base_id" "$base_bin")
+mapfile -t head_cmd < <(bench_command "$head_id" "$head_bin")
 
 # The 1, 5 and 15 minute load averages, read once per use.
 load_averages() {

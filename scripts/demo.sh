@@ -4,4 +4,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p sleet-cli
-exec target/release/sleet demo "$@"
+exec "${CARGO_TARGET_DIR:-target}/release/sleet" demo "$@"

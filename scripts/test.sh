@@ -24,6 +24,15 @@ fi
 echo "== formatting"
 cargo fmt --all -- --check
 
+echo "== the product binary links no benchmark code (cargo tree -p sleet-cli -e normal)"
+# sleet-bench (crates/bench) depends on sleet-cli, never the other way; plotting is the
+# harness's alone. A hit here means the product would ship the harness again.
+if harness=$(cargo tree -p sleet-cli -e normal --prefix none --locked | grep -iE '^(plotters|sleet-bench) '); then
+    echo "scripts/test.sh: the sleet binary's dependencies include benchmark-only crates:" >&2
+    echo "$harness" | sort -u >&2
+    exit 1
+fi
+
 echo "== lints ($(cargo clippy --version))"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

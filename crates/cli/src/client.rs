@@ -15,10 +15,40 @@ pub async fn run_job_with_status(driver_address: &str, job: JobFile) -> Result<J
     let started = std::time::Instant::now();
     let on_progress = |progress: &JobProgress| {
         if progress.batches_done > 0 {
-            eprintln!("{}", crate::bench_ysb::status_line(started.elapsed(), progress));
+            eprintln!("{}", status_line(started.elapsed(), progress));
         }
     };
     run_job(driver_address, job, on_progress, crate::interrupt::wait()).await
+}
+
+/// `" | group 8, overhead 6.1% | bottleneck cpu"` for status lines: the group under group
+/// scheduling (nothing under bsp), and what limits the job now, once the driver knows.
+pub fn status_tail(progress: &JobProgress) -> String {
+    let group = match (progress.group_size, progress.overhead) {
+        (Some(size), Some(overhead)) => format!(" | group {size}, overhead {:.1}%", overhead * 100.0),
+        (Some(size), None) => format!(" | group {size}"),
+        _ => String::new(),
+    };
+    let bottleneck = progress.bottleneck.as_ref().map_or(String::new(), |name| format!(" | bottleneck {name}"));
+    group + &bottleneck
+}
+
+/// A running job's status line, printed on each progress report: the last second's rate, the
+/// totals so far, the lag, the recent window latency, the scheduler's group and what the
+/// source waits for, if anything.
+pub fn status_line(elapsed: Duration, progress: &JobProgress) -> String {
+    format!(
+        "  [{:>4} s] {:>9.0} events/s  batches {:>6}  events in {:>10}  lag {:>6} ms  window p99 {}  dead letters {}{}{}",
+        elapsed.as_secs(),
+        progress.events_per_s,
+        progress.batches_done,
+        progress.events_in,
+        progress.lag_ms,
+        progress.window_latency_ms_p99.map_or("-".into(), |v| format!("{v:.0} ms")),
+        progress.dead_letters,
+        status_tail(progress),
+        progress.source_waiting.as_ref().map_or(String::new(), |note| format!("  | source waiting: {note}"))
+    )
 }
 
 /// How long a client that lost its driver keeps trying to reach it again: a restarted

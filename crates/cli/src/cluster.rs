@@ -1,5 +1,6 @@
-//! A local cluster for `demo`, `bench` and tests: a driver and workers as child processes of
-//! this binary on 127.0.0.1. Every child is stopped by the PID this process started.
+//! A local cluster for `demo`, the benchmarks and tests: a driver and workers as child
+//! processes of the `sleet` binary (`sleet_exe`) on 127.0.0.1. Every child is stopped by the
+//! PID this process started.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -73,7 +74,7 @@ impl LocalCluster {
         placement: Placement,
     ) -> Result<LocalCluster> {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
-        let exe = std::env::current_exe().context("locating the sleet binary")?;
+        let exe = sleet_exe()?;
         // A fresh log per cluster; a restarted driver appends to it.
         log_file(log_dir, "driver.log")?;
         let (driver, driver_address) = start_driver(&exe, "127.0.0.1:0", workers, log_dir)?;
@@ -248,6 +249,24 @@ pub async fn sleep_until_ms(at_ms: i64) {
     tokio::time::sleep(Duration::from_millis(wait_ms)).await;
 }
 
+/// The `sleet` binary: this process's own, or the one beside it (`sleet-bench` runs its
+/// clusters on the `sleet` of its build, so a benchmark measures the binary a user runs).
+pub fn sleet_exe() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating this process's binary")?;
+    if exe.file_name().is_some_and(|name| name == "sleet") {
+        return Ok(exe);
+    }
+    let beside = exe.with_file_name("sleet");
+    anyhow::ensure!(
+        beside.is_file(),
+        "{} runs the `sleet` binary beside it, and there is none at {}: build it too (`cargo build --release -p \
+         sleet-cli`, or `--workspace`)",
+        exe.display(),
+        beside.display()
+    );
+    Ok(beside)
+}
+
 pub fn child_command(exe: &Path) -> Command {
     let mut command = Command::new(exe);
     // Own process group: a Ctrl-C in the terminal reaches only this process, which then stops
@@ -269,7 +288,8 @@ fn log_file(dir: &Path, name: &str) -> Result<File> {
     File::create(&path).with_context(|| format!("creating {}", path.display()))
 }
 
-fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
+/// The address a driver prints on its first line of stdout, within 15 s.
+pub fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut line = String::new();

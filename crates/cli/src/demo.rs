@@ -8,7 +8,7 @@ use sleet_plan::SinkSpec;
 use crate::client::run_job;
 use crate::cluster::LocalCluster;
 use crate::run_dir::RunDir;
-use crate::ysb_job::{ysb_job, YsbFlags, YsbOptions};
+use sleet_workloads::ysb_job::{ysb_job, YsbFlags, YsbOptions};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemoArgs {
@@ -17,7 +17,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 2)]
     pub workers: u32,
     /// Stop after this long (default: run until Ctrl-C); a bare number is in seconds.
-    #[arg(long, value_parser = crate::duration_arg::seconds)]
+    #[arg(long, value_parser = sleet_workloads::duration_arg::seconds)]
     pub duration: Option<std::time::Duration>,
     /// Share of generated records that are malformed, to watch the dead-letter path.
     #[arg(long, default_value_t = 0.001)]
@@ -74,7 +74,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
                 latency(progress.window_latency_ms_p99),
                 progress.dead_letters,
                 progress.lag_ms,
-                crate::bench_ysb::status_tail(progress)
+                crate::client::status_tail(progress)
             );
         },
         async {

@@ -14,7 +14,7 @@ use crate::clarity_report::{estimated_combine_ratio, whatif_params};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct ExplainArgs {
-    /// A result file written by `sleet bench ysb --json FILE`.
+    /// A result file written by `sleet-bench ysb --json FILE`.
     pub result: PathBuf,
     /// Configurations to predict, comma-separated: cores=K (cores per worker × K), workers=K
     /// (workers × K), net=K / disk=K (network / disk throughput × K), decoded (input arrives
@@ -91,10 +91,10 @@ fn load(path: &Path) -> Result<Loaded> {
     let Some(samples) = json.pointer("/clarity/samples") else {
         let writer = match (json["engine"].as_str(), json["version"].as_str()) {
             (Some("sleet"), Some(version)) => format!("it was written by sleet {version}, which did not record them"),
-            _ => "it is not a result of `sleet bench ysb --json`".to_string(),
+            _ => "it is not a result of `sleet-bench ysb --json`".to_string(),
         };
         bail!(
-            "{} has no performance samples (field `clarity.samples`): {writer}; run `sleet bench ysb --json FILE` \
+            "{} has no performance samples (field `clarity.samples`): {writer}; run `sleet-bench ysb --json FILE` \
              with sleet {} to get a file `explain` can read",
             path.display(),
             env!("CARGO_PKG_VERSION")

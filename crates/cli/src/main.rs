@@ -1,44 +1,15 @@
-//! The `sleet` binary: run a local demo, a driver, a worker, submit jobs, run benchmarks.
-
-mod batch_figures;
-mod bench_bottleneck;
-mod bench_chaos;
-mod bench_kafka;
-mod bench_recovery;
-mod bench_sched;
-mod bench_whatif;
-mod bench_ysb;
-mod breakdown_check;
-mod clarity_report;
-mod client;
-mod cluster;
-mod demo;
-mod duration_arg;
-mod explain;
-mod gen_ysb;
-mod host_capacity;
-mod interrupt;
-mod max_rate;
-mod plot;
-mod proc_cpu;
-mod rate_search;
-mod run_dir;
-mod scheduler_args;
-mod shuffle_check;
-mod sink_watch;
-mod task_calibration;
-mod worker_limits;
-mod ysb_case;
-mod ysb_check;
-mod ysb_input;
-mod ysb_job;
-mod ysb_report;
+//! The `sleet` binary: run a local demo, a driver, a worker, submit and follow jobs, print a
+//! job file, write a workload's input to Kafka, explain a result. The benchmarks are
+//! `sleet-bench` (crates/bench); this binary links none of them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
+use sleet_cli::{client, demo, explain, interrupt, worker_limits};
+use sleet_workloads::{duration_arg, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
 /// a fifth of a small task's time consolidating such cross-thread frees, mimalloc a fraction.
@@ -146,12 +117,6 @@ enum Command {
         #[command(subcommand)]
         workload: GenWorkload,
     },
-    /// Run a benchmark on a local cluster and check its results (benchmarks/README.md describes
-    /// each).
-    Bench {
-        #[command(subcommand)]
-        workload: BenchWorkload,
-    },
     /// Explain a finished benchmark from its result file: the latency breakdown, the
     /// per-resource model and bottleneck, straggler causes, blocked time, and what-if answers.
     Explain(explain::ExplainArgs),
@@ -192,42 +157,10 @@ enum GenWorkload {
     Ysb(gen_ysb::GenYsbArgs),
 }
 
-#[derive(Subcommand)]
-enum BenchWorkload {
-    /// The Yahoo Streaming Benchmark (benchmarks/README.md).
-    Ysb(Box<bench_ysb::BenchYsbArgs>),
-    /// Scheduling micro-benchmark: one stage of tiny tasks, as in Drizzle §5.2.
-    Sched(bench_sched::BenchSchedArgs),
-    /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle.
-    Shuffle(bench_sched::BenchSchedArgs),
-    /// ysb with one worker killed or stopped mid-run: detection, latency, recovery time and
-    /// correctness.
-    Recovery(bench_recovery::BenchRecoveryArgs),
-    /// ysb while workers are killed or frozen at random times and replaced: results must
-    /// equal the ground truth with no committed row twice.
-    Chaos(bench_chaos::BenchChaosArgs),
-    /// Engineers cpu-, network-, disk-, source- and coordination-bound ysb runs and checks
-    /// that the performance model names the engineered bottleneck in every repeat.
-    Bottleneck(bench_bottleneck::BenchBottleneckArgs),
-    /// Validates the what-if answers: per scenario a baseline, the prediction from its
-    /// records and the changed run, taken back to back, for eight scenarios; medians of the
-    /// repeats, predicted against measured batch time.
-    Whatif(bench_whatif::BenchWhatifArgs),
-}
-
-/// After Ctrl-C, how long a command gets to stop its job and print what ran before the
-/// process exits anyway.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
-
 fn main() -> ExitCode {
-    // clap's own exit code for a bad flag is 2, which sleet keeps for results that do not
-    // match their ground truth; a usage error is an ordinary failure.
-    let cli = match Cli::try_parse() {
+    let cli = match sleet_cli::entry::parse::<Cli>() {
         Ok(cli) => cli,
-        Err(error) => {
-            let _ = error.print();
-            return if error.use_stderr() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
-        }
+        Err(code) => return code,
     };
     // Before any thread starts, so that every thread of the worker inherits the cpus.
     if let Command::Worker { cpus: Some(sleet_worker::cpu_pin::CpuList(cpus)), .. } = &cli.command {
@@ -236,53 +169,16 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     }
-    // A worker's compute runs on its own monotask pools; its async side only moves messages,
-    // and one thread does that without waking a second one for every message.
-    let builder = match &cli.command {
-        Command::Worker { .. } => tokio::runtime::Builder::new_current_thread(),
-        _ => {
-            let mut builder = tokio::runtime::Builder::new_multi_thread();
-            builder.worker_threads(2);
-            builder
-        }
+    let server = matches!(cli.command, Command::Driver { .. } | Command::Worker { .. });
+    let frame = Frame {
+        program: "sleet",
+        // A worker's compute runs on its own monotask pools; its async side only moves
+        // messages, and one thread does that without waking a second one for every message.
+        current_thread: matches!(cli.command, Command::Worker { .. }),
+        // A driver or worker has nothing to hand back to the user: Ctrl-C ends it at once.
+        grace: if server { Duration::ZERO } else { INTERRUPT_GRACE },
     };
-    let runtime = match { builder }.enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("sleet: cannot start the async runtime: {error}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // A driver or worker has nothing to hand back to the user: Ctrl-C ends it at once.
-    let grace = match &cli.command {
-        Command::Driver { .. } | Command::Worker { .. } => Duration::ZERO,
-        _ => INTERRUPT_GRACE,
-    };
-    let outcome = runtime.block_on(async {
-        interrupt::install().context("listening for Ctrl-C")?;
-        let command = run(cli.command);
-        tokio::pin!(command);
-        tokio::select! {
-            outcome = &mut command => outcome,
-            _ = interrupt::wait() => match tokio::time::timeout(grace, &mut command).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(interrupt::Interrupted.into()),
-            },
-        }
-    });
-    // Dropping the runtime here also drops any local cluster, which kills its processes.
-    drop(runtime);
-    match outcome {
-        _ if interrupt::fired() => {
-            eprintln!("sleet: interrupted");
-            ExitCode::from(interrupt::EXIT_CODE)
-        }
-        Ok(code) => code,
-        Err(error) => {
-            eprintln!("sleet: error: {error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    sleet_cli::entry::run(frame, || run(cli.command))
 }
 
 async fn run(command: Command) -> Result<ExitCode> {
@@ -372,46 +268,6 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Gen { workload: GenWorkload::Ysb(args) } => {
             let produced = tokio::task::spawn_blocking(move || gen_ysb::run(&args)).await??;
             println!("{}", serde_json::to_string(&produced)?);
-        }
-        Command::Bench { workload: BenchWorkload::Ysb(args) } => {
-            if !bench_ysb::run(*args).await? {
-                eprintln!("sleet: the results do not match the ground truth");
-                return Ok(ExitCode::from(2));
-            }
-        }
-        Command::Bench { workload: BenchWorkload::Sched(args) } => {
-            if !bench_sched::run(bench_sched::Shape::Sched, args).await? {
-                eprintln!("sleet: some batches did not run every task exactly once");
-                return Ok(ExitCode::from(2));
-            }
-        }
-        Command::Bench { workload: BenchWorkload::Bottleneck(args) } => {
-            if !bench_bottleneck::run(args).await? {
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-        Command::Bench { workload: BenchWorkload::Whatif(args) } => {
-            if !bench_whatif::run(args).await? {
-                return Ok(ExitCode::FAILURE);
-            }
-        }
-        Command::Bench { workload: BenchWorkload::Chaos(args) } => {
-            if !bench_chaos::run(args).await? {
-                eprintln!("sleet: the results do not match the ground truth, or a committed row appears twice");
-                return Ok(ExitCode::from(2));
-            }
-        }
-        Command::Bench { workload: BenchWorkload::Recovery(args) } => {
-            if !bench_recovery::run(args).await? {
-                eprintln!("sleet: the results of some run do not match the ground truth");
-                return Ok(ExitCode::from(2));
-            }
-        }
-        Command::Bench { workload: BenchWorkload::Shuffle(args) } => {
-            if !bench_sched::run(bench_sched::Shape::Shuffle, args).await? {
-                eprintln!("sleet: some batches did not run every task exactly once, or their totals are wrong");
-                return Ok(ExitCode::from(2));
-            }
         }
     }
     Ok(ExitCode::SUCCESS)

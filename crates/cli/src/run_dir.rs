@@ -15,29 +15,6 @@ pub struct RunDir {
     temporary: bool,
 }
 
-/// Where a benchmark writes: its result object and the directory its run keeps.
-#[derive(Debug, Clone, clap::Args)]
-pub struct BenchOutputArgs {
-    /// Write the result object here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Keep the run's sink files, dead letters, checkpoints and logs here (default: a
-    /// temporary directory, removed after a successful run and kept after a failed one). A
-    /// directory that holds files sleet did not write is refused unless --force.
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// Write into an --out directory that holds other files (its results/, dead-letters/ and
-    /// logs/ are replaced).
-    #[arg(long)]
-    pub force: bool,
-}
-
-impl BenchOutputArgs {
-    pub fn prepare(&self, what: &str) -> Result<RunDir> {
-        RunDir::prepare(self.out.as_deref(), self.force, what)
-    }
-}
-
 impl RunDir {
     /// `out` is the user's `--out`; without it, a fresh temporary directory named after `what`.
     pub fn prepare(out: Option<&Path>, force: bool, what: &str) -> Result<RunDir> {

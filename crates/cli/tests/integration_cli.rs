@@ -6,91 +6,23 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{run_with_limit, sleet, start_worker, test_dir, wait_with_limit, Reaper};
-
-const INTERRUPTED: i32 = 130;
+use common::{
+    assert_bsp_refuses, interrupt, run_with_limit, sleet, start_worker, stderr_until, test_dir, wait_with_limit,
+    ysb_job_file, Reaper, INTERRUPTED,
+};
 
 /// Starts a driver on `listen` and returns it with the address it printed.
 fn start_driver(listen: &str, extra: &[&str]) -> (Child, String) {
     common::start_driver_on(listen, extra)
 }
 
-/// A ysb job file of `duration` writing its results under `dir`.
-fn job_file(dir: &Path, duration: &str) -> PathBuf {
-    let mut command = sleet();
-    command.args(["job", "ysb", "--rate", "20000", "--duration", duration]);
-    command.arg("--sink-dir").arg(dir.join("results"));
-    command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
-    let output = run_with_limit(command, Duration::from_secs(30));
-    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
-    let path = dir.join("job.json");
-    std::fs::write(&path, &output.stdout).expect("writing the job file");
-    path
-}
-
-fn interrupt(child: &Child) {
-    // SAFETY: kill(2) on a child this test started and still owns.
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-}
-
-fn alive(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks whether the process exists.
-    unsafe { libc::kill(pid as i32, 0) == 0 }
-}
-
-/// The processes whose parent is `parent`, read from /proc.
-fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // Fields after the command name, which is in parentheses: state, then the parent.
-            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-            after_name.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent)
-        })
-        .collect()
-}
-
-/// Reads `child`'s stderr lines until one contains `needle`, within `limit`; returns the lines.
-fn stderr_until(child: &mut Child, needle: &str, limit: Duration) -> Vec<String> {
-    let stderr = child.stderr.take().expect("stderr is piped");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + limit;
-    let mut lines = Vec::new();
-    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                let found = line.contains(needle);
-                lines.push(line);
-                if found {
-                    return lines;
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    panic!("no line with `{needle}` within {limit:?}: {lines:?}");
-}
-
 #[test]
 fn ctrl_c_while_the_driver_waits_for_workers_withdraws_the_job_and_exits_130() {
     let dir = test_dir("cli_ctrl_c_waiting");
-    let job = job_file(&dir, "3s");
+    let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.1:0", &["--expect-workers", "2", "--worker-wait", "60s"]);
     let mut processes = Reaper(vec![driver]);
     let mut submit = sleet()
@@ -127,7 +59,7 @@ fn ctrl_c_while_the_driver_waits_for_workers_withdraws_the_job_and_exits_130() {
 #[test]
 fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
     let dir = test_dir("cli_ctrl_c_running");
-    let job = job_file(&dir, "60s");
+    let job = ysb_job_file(&dir, "60s");
     let (driver, address) = start_driver("127.0.0.1:0", &[]);
     let processes = Reaper(vec![driver, start_worker(&address, &[])]);
     let mut submit = sleet()
@@ -150,35 +82,9 @@ fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
 }
 
 #[test]
-fn ctrl_c_stops_a_benchmark_and_every_process_it_started() {
-    let dir = test_dir("cli_ctrl_c_bench");
-    let mut bench = sleet()
-        .args(["bench", "ysb", "--rate", "20000", "--duration", "60s", "--warmup", "5s"])
-        .arg("--out")
-        .arg(dir.join("run"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("bench");
-    stderr_until(&mut bench, "events/s  batches", Duration::from_secs(30));
-    let children = children_of(bench.id());
-    assert!(children.len() >= 3, "a driver and 2 workers: {children:?}");
-    interrupt(&bench);
-    let status = wait_with_limit(&mut bench, Duration::from_secs(20));
-    assert_eq!(status.code(), Some(INTERRUPTED), "an interrupt, not a results mismatch");
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while children.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let left: Vec<_> = children.iter().filter(|pid| alive(**pid)).collect();
-    assert!(left.is_empty(), "processes outlived the benchmark: {left:?}");
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-#[test]
 fn a_driver_short_of_workers_fails_the_job_naming_who_joined() {
     let dir = test_dir("cli_too_few_workers");
-    let job = job_file(&dir, "3s");
+    let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.1:0", &["--expect-workers", "2", "--worker-wait", "2s"]);
     let _processes = Reaper(vec![driver, start_worker(&address, &["--name", "lonely-worker"])]);
     let mut submit = sleet();
@@ -202,7 +108,7 @@ fn free_port(ip: &str) -> u16 {
 #[test]
 fn workers_on_other_loopback_addresses_run_a_job_with_the_driver() {
     let dir = test_dir("cli_advertise");
-    let job = job_file(&dir, "3s");
+    let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.2:0", &["--expect-workers", "2"]);
     assert!(address.starts_with("127.0.0.2:"), "{address}");
     let advertised = format!("127.0.0.3:{}", free_port("127.0.0.3"));
@@ -252,17 +158,10 @@ fn a_second_driver_on_a_checkpoint_directory_in_use_is_refused_naming_it() {
 
 #[test]
 fn group_flags_are_refused_under_bsp_naming_the_flag() {
-    for (command, flag, value) in [
-        (&["bench", "ysb"][..], "--group-size", "4"),
-        (&["job", "ysb"][..], "--overhead-bounds", "0.1,0.2"),
-        (&["bench", "sched"][..], "--group-size", "10"),
-    ] {
-        let mut refused = sleet();
-        refused.args(command).args(["--scheduler", "bsp", flag, value]);
-        let output = run_with_limit(refused, Duration::from_secs(20));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "{command:?} {flag}: {stderr}");
-        assert!(stderr.contains(flag) && stderr.contains("bsp"), "{stderr}");
+    for (flag, value) in [("--group-size", "4"), ("--overhead-bounds", "0.1,0.2")] {
+        let mut command = sleet();
+        command.args(["job", "ysb"]);
+        assert_bsp_refuses(command, flag, value);
     }
 }
 
@@ -305,9 +204,9 @@ fn out_refuses_a_directory_of_other_files_and_leaves_them() {
     std::fs::write(dir.join("notes.txt"), "mine").expect("a file of the user's");
     std::fs::create_dir_all(dir.join("results")).expect("a directory of the user's");
     std::fs::write(dir.join("results").join("keep.jsonl"), "{}").expect("a file of the user's");
-    let mut bench = sleet();
-    bench.args(["bench", "ysb", "--rate", "10000", "--duration", "3s", "--warmup", "1s"]).arg("--out").arg(&dir);
-    let output = run_with_limit(bench, Duration::from_secs(30));
+    let mut demo = sleet();
+    demo.args(["demo", "--rate", "10000", "--duration", "3s"]).arg("--out").arg(&dir);
+    let output = run_with_limit(demo, Duration::from_secs(30));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("--force"), "{stderr}");

@@ -8,29 +8,12 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::{run_with_limit, sleet, test_dir, wait_with_limit};
-
-fn ysb_job_file(dir: &std::path::Path, duration_s: u64) -> std::path::PathBuf {
-    let output = run_with_limit(
-        {
-            let mut command = sleet();
-            command.args(["job", "ysb", "--rate", "20000", "--duration", &duration_s.to_string()]);
-            command.arg("--sink-dir").arg(dir.join("results"));
-            command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
-            command
-        },
-        Duration::from_secs(30),
-    );
-    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
-    let path = dir.join("job.json");
-    std::fs::write(&path, &output.stdout).expect("writing the job file");
-    path
-}
+use common::{alive, interrupt, run_with_limit, sleet, test_dir, wait_with_limit, ysb_job_file, INTERRUPTED};
 
 #[test]
 fn unknown_column_is_rejected_naming_node_and_column() {
     let dir = test_dir("plan_error");
-    let job = ysb_job_file(&dir, 5);
+    let job = ysb_job_file(&dir, "5");
     let text = std::fs::read_to_string(&job).expect("job file");
     assert!(text.contains("\"column\": \"event_type\""), "the filter reads event_type");
     std::fs::write(&job, text.replace("\"column\": \"event_type\"", "\"column\": \"event_kind\"")).expect("write");
@@ -71,7 +54,7 @@ fn ctrl_c_stops_the_demo_and_every_process_it_started() {
     let mut stdout = BufReader::new(demo.stdout.take().expect("piped"));
     let mut banner = String::new();
     stdout.read_line(&mut banner).expect("banner");
-    let pids: Vec<i32> = banner
+    let pids: Vec<u32> = banner
         .split("pids [")
         .nth(1)
         .and_then(|rest| rest.split(']').next())
@@ -81,18 +64,13 @@ fn ctrl_c_stops_the_demo_and_every_process_it_started() {
         .collect();
     assert_eq!(pids.len(), 2, "{banner}");
     std::thread::sleep(Duration::from_secs(4));
-    // SAFETY: kill(2) on a child this test started and still owns.
-    unsafe {
-        libc::kill(demo.id() as i32, libc::SIGINT);
-    }
+    interrupt(&demo);
     let status = wait_with_limit(&mut demo, Duration::from_secs(30));
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).expect("stdout");
-    assert_eq!(status.code(), Some(130), "Ctrl-C exits with the interrupt code: {rest}");
+    assert_eq!(status.code(), Some(INTERRUPTED), "Ctrl-C exits with the interrupt code: {rest}");
     assert!(rest.contains("every process has exited"), "{rest}");
     for pid in pids {
-        // SAFETY: signal 0 only checks whether the process exists.
-        let alive = unsafe { libc::kill(pid, 0) } == 0;
-        assert!(!alive, "worker {pid} outlived the demo");
+        assert!(!alive(pid), "worker {pid} outlived the demo");
     }
 }

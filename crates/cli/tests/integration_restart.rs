@@ -14,8 +14,8 @@ use std::process::Child;
 use std::time::{Duration, Instant};
 
 use common::recovery::{
-    assert_checkpoints_removed, assert_exact, assert_segments_cover_the_job, output_of, run_chaos_exactly, signal,
-    sleep_until, submit, worker, worker_armed, ysb_job, Job,
+    assert_checkpoints_removed, assert_exact, assert_segments_cover_the_job, output_of, signal, sleep_until, submit,
+    worker, worker_armed, ysb_job, Job,
 };
 use common::{test_dir, Reaper};
 
@@ -173,19 +173,6 @@ fn a_worker_dying_between_its_sink_write_and_its_report_is_recovered_exactly() {
     assert!(stdout.contains("recovered from losing worker"), "the summary tells of the recovery: {stdout}");
     assert_exact(&job, &dir);
     assert_segments_cover_the_job(&dir, &job);
-}
-
-/// The chaos bench with the driver killed and restarted among the workers' signals: the
-/// counts equal the ground truth over every batch of the run, no committed row appears twice.
-#[test]
-fn a_short_chaos_run_with_a_driver_kill_stays_exact() {
-    let args = ["--duration", "30s", "--kills", "2", "--driver-kills", "1", "--rate", "30000"];
-    let json = run_chaos_exactly("restart_chaos_short", &args);
-    assert_eq!(json["driver_restarts"], 1, "{json:#}");
-    assert_eq!(json["batches"], 300, "every batch of the 30 s run counts: {json:#}");
-    assert_eq!(json["restarts"].as_array().map(Vec::len), Some(1), "{json:#}");
-    assert_eq!(json["restarts"][0]["figures_restored"], true, "{json:#}");
-    assert_eq!(json["batches_before_restart"], 0, "the restarted driver took the figures over: {json:#}");
 }
 
 #[test]

@@ -1,17 +1,37 @@
-//! Helpers shared by the integration tests: run the real `sleet` binary with a time bound.
+//! The process harness of the integration tests, shared by the product's (crates/cli/tests)
+//! and the benchmarks' (crates/bench/tests, which include this file): run the real `sleet`
+//! and `sleet-bench` binaries with a time bound, signal them, read what they print.
 
 #![allow(dead_code)]
 
 pub mod kafka;
 pub mod recovery;
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The `sleet` binary of this build: the product's own tests know it; the benchmarks' tests
+/// find it beside `sleet-bench`, as `sleet-bench` does.
+pub fn sleet_exe() -> PathBuf {
+    match (option_env!("CARGO_BIN_EXE_sleet"), option_env!("CARGO_BIN_EXE_sleet-bench")) {
+        (Some(sleet), _) => PathBuf::from(sleet),
+        (None, Some(bench)) => Path::new(bench).with_file_name("sleet"),
+        (None, None) => unreachable!("the harness serves the tests of sleet-cli and sleet-bench"),
+    }
+}
+
 pub fn sleet() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_sleet"))
+    Command::new(sleet_exe())
+}
+
+/// The `sleet-bench` binary; only the benchmarks' tests (crates/bench/tests) have it.
+pub fn sleet_bench() -> Command {
+    match option_env!("CARGO_BIN_EXE_sleet-bench") {
+        Some(bench) => Command::new(bench),
+        None => unreachable!("sleet-bench is built for crates/bench's tests only"),
+    }
 }
 
 /// A fresh directory under the target dir for one test's files.
@@ -95,10 +115,8 @@ pub fn start_driver_armed(listen: &str, extra: &[&str], log: impl Into<Stdio>, f
         .stderr(log)
         .spawn()
         .expect("starting the driver");
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(driver.stdout.take().expect("piped")), &mut line)
-        .expect("the driver's address");
-    let address = line.trim().strip_prefix("sleet driver listening on ").expect("an address line").to_string();
+    let address =
+        sleet_cli::cluster::read_driver_address(driver.stdout.take().expect("piped")).expect("the driver's address");
     (driver, address)
 }
 
@@ -123,4 +141,104 @@ pub fn start_worker(driver: &str, extra: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .expect("starting a worker")
+}
+
+/// The exit code of a process stopped by Ctrl-C (SIGINT).
+pub const INTERRUPTED: i32 = 130;
+
+/// Sends Ctrl-C (SIGINT) to `child`.
+pub fn interrupt(child: &Child) {
+    // SAFETY: kill(2) on a child this test started and still owns.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+}
+
+pub fn alive(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks whether the process exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// The processes whose parent is `parent`, read from /proc.
+pub fn children_of(parent: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // Fields after the command name, which is in parentheses: state, then the parent.
+            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+            after_name.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent)
+        })
+        .collect()
+}
+
+/// Reads `child`'s stderr lines until one contains `needle`, within `limit`; returns the lines.
+pub fn stderr_until(child: &mut Child, needle: &str, limit: Duration) -> Vec<String> {
+    let stderr = child.stderr.take().expect("stderr is piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + limit;
+    let mut lines = Vec::new();
+    while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let found = line.contains(needle);
+                lines.push(line);
+                if found {
+                    return lines;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    panic!("no line with `{needle}` within {limit:?}: {lines:?}");
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("reading the result")).expect("result JSON")
+}
+
+pub fn assert_success(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({:?}):\n{}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+pub fn dead_letters(dir: &Path) -> Vec<serde_json::Value> {
+    sleet_connectors::dead_letter::read_dead_letters(dir).expect("reading the dead letters")
+}
+
+/// A ysb job file (`sleet job ysb --rate 20000 --duration DURATION`) writing its results and
+/// dead letters under `dir`, written to `dir/job.json`.
+pub fn ysb_job_file(dir: &Path, duration: &str) -> PathBuf {
+    let mut command = sleet();
+    command.args(["job", "ysb", "--rate", "20000", "--duration", duration]);
+    command.arg("--sink-dir").arg(dir.join("results"));
+    command.arg("--dead-letter-dir").arg(dir.join("dead-letters"));
+    let output = run_with_limit(command, Duration::from_secs(30));
+    assert!(output.status.success(), "sleet job ysb failed: {}", String::from_utf8_lossy(&output.stderr));
+    let path = dir.join("job.json");
+    std::fs::write(&path, &output.stdout).expect("writing the job file");
+    path
+}
+
+/// Runs `command` with `--scheduler bsp FLAG VALUE` and checks it is refused (exit 1) with a
+/// message naming the flag and bsp.
+pub fn assert_bsp_refuses(mut command: Command, flag: &str, value: &str) {
+    command.args(["--scheduler", "bsp", flag, value]);
+    let output = run_with_limit(command, Duration::from_secs(20));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{flag}: {stderr}");
+    assert!(stderr.contains(flag) && stderr.contains("bsp"), "{stderr}");
 }

@@ -168,25 +168,6 @@ pub fn assert_checkpoints_removed(dir: &Path) {
     assert!(left.is_empty(), "a finished job's checkpoints are removed: {left:?}");
 }
 
-/// Runs `sleet bench chaos ARGS…` in a fresh directory named `test` and returns its result
-/// JSON, once the run succeeded with counts equal to the ground truth and no committed row
-/// twice.
-pub fn run_chaos_exactly(test: &str, args: &[&str]) -> serde_json::Value {
-    let dir = super::test_dir(test);
-    let result = dir.join("chaos.json");
-    let mut command = sleet();
-    command.args(["bench", "chaos"]).args(args);
-    command.arg("--json").arg(&result).arg("--out").arg(dir.join("out")).arg("--force");
-    let output = run_with_limit(command, Duration::from_secs(120));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "bench chaos failed:\n{stderr}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&result).expect("the result file")).expect("result JSON");
-    assert_eq!(json["ground_truth_matches"], true, "{json:#}");
-    assert_eq!(json["duplicate_committed_rows"], 0, "{json:#}");
-    json
-}
-
 /// The source tasks a job summary's recovery lines say were reused from survivors' outputs.
 pub fn reused_source_tasks(summary: &str) -> u64 {
     let pieces: Vec<&str> = summary.split(" source tasks reused").collect();

@@ -2,13 +2,14 @@
 //! same output row for row, the driver sends one message per worker per group (not one per
 //! task), and the automatic group size grows when coordination is what the workers wait for.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{run_with_limit, sleet, test_dir};
+use common::{run_with_limit, sleet_bench, test_dir};
 use sleet_connectors::ysb::ground_truth;
 use sleet_plan::YsbSourceSpec;
 
@@ -38,8 +39,8 @@ fn sink_rows(dir: &Path) -> BTreeMap<(String, i64, i64), usize> {
 fn replay_ysb(name: &str, start_ms: i64, scheduler: &[&str]) -> (serde_json::Value, std::path::PathBuf) {
     let dir = test_dir(name);
     let json = dir.join("result.json");
-    let mut command = sleet();
-    command.args(["bench", "ysb", "--workers", "2", "--batch-interval", "100", "--warmup", "0"]);
+    let mut command = sleet_bench();
+    command.args(["ysb", "--workers", "2", "--batch-interval", "100", "--warmup", "0"]);
     command.args(["--rate", &RATE.to_string(), "--duration", &DURATION_S.to_string(), "--seed", &SEED.to_string()]);
     command.args(["--start-ms", &start_ms.to_string()]);
     command.arg("--json").arg(&json).arg("--out").arg(&dir);
@@ -88,8 +89,8 @@ fn both_schedulers_write_the_same_rows_for_the_same_input() {
 fn sched_run(name: &str, shape: &str, workers: u32, batches: u32, scheduler: &[&str]) -> serde_json::Value {
     let dir = test_dir(name);
     let json = dir.join("result.json");
-    let mut command = sleet();
-    command.args(["bench", shape, "--workers", &workers.to_string(), "--batches", &batches.to_string()]);
+    let mut command = sleet_bench();
+    command.args([shape, "--workers", &workers.to_string(), "--batches", &batches.to_string()]);
     command.args(["--runs", "1"]).arg("--json").arg(&json).arg("--out").arg(&dir);
     command.args(scheduler);
     run_json(command, &json, Duration::from_secs(120))

@@ -119,6 +119,13 @@ pub fn judge(lag: &LagFigures, batch_interval_ms: u64, ran_fully: bool) -> Stabi
     }
 }
 
+/// The median by nearest rank (the upper middle of an even count), `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted: Vec<f64> = values.iter().copied().filter(|value| value.is_finite()).collect();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-//! `sleet bench bottleneck`: engineers ysb runs each limited by one thing (the cpu, the
+//! `sleet-bench bottleneck`: engineers ysb runs each limited by one thing (the cpu, the
 //! network, the disk, the input, the scheduler's coordination) and checks that the
 //! performance model names that one, in every repeat.
 //!
@@ -11,7 +11,7 @@ use anyhow::Result;
 use serde_json::json;
 use sleet_clarity::Bottleneck;
 
-use crate::bench_ysb::write_output;
+use crate::output::write_output;
 use crate::ysb_case::{model_terms, pick, run_ysb, RepeatArgs};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -22,7 +22,7 @@ pub struct BenchBottleneckArgs {
     #[arg(long, value_delimiter = ',')]
     pub cases: Vec<String>,
     #[command(flatten)]
-    pub output: crate::run_dir::BenchOutputArgs,
+    pub output: crate::output::BenchOutputArgs,
 }
 
 /// One engineered run: what should limit it, and the `bench ysb` flags that make it so.

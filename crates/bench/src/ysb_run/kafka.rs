@@ -1,4 +1,4 @@
-//! `sleet bench ysb --source kafka`: producer → Kafka → job → sink, checked against the
+//! `sleet-bench ysb --source kafka`: producer → Kafka → job → sink, checked against the
 //! ground truth of what the producer wrote.
 //!
 //! Live, a `sleet gen ysb` process produces at `--rate` while the job runs; with
@@ -20,8 +20,9 @@ use sleet_kafka::admin::{delete_topic, ensure_topic};
 use sleet_kafka::cluster::Cluster;
 use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
 
-use crate::bench_ysb::{status_line, BenchYsbArgs, Probe, RunOutcome};
-use crate::client::run_job;
+use sleet_cli::client::{run_job, status_line};
+
+use super::{BenchYsbArgs, Probe, RunOutcome};
 use crate::cluster::child_command;
 use crate::gen_ysb::Produced;
 use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
@@ -36,7 +37,7 @@ const LIVE_TAIL_MAX: Duration = Duration::from_secs(60);
 const DRAIN_SLOWEST_EVENTS_PER_S: u64 = 100_000;
 
 pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Result<RunOutcome> {
-    crate::bench_ysb::clear_run_outputs(run_dir)?;
+    super::clear_run_outputs(run_dir)?;
     let partitions = args.partitions.unwrap_or(args.workers * args.cores_per_worker);
     let brokers = &args.input.brokers;
     let topic = format!("sleet-bench-{}-{}", std::process::id(), sleet_wire::clock::now_ms());
@@ -355,7 +356,7 @@ struct ProducerRun {
 
 impl ProducerProcess {
     fn start(args: &[String]) -> Result<ProducerProcess> {
-        let exe = std::env::current_exe().context("finding the sleet executable")?;
+        let exe = crate::cluster::sleet_exe()?;
         let child = child_command(&exe)
             .args(args)
             .stdout(Stdio::piped())

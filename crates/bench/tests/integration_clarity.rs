@@ -1,16 +1,17 @@
-//! The performance model end to end: a short `sleet bench ysb` on a driver and 2 worker
+//! The performance model end to end: a short `sleet-bench ysb` on a driver and 2 worker
 //! processes writes a `clarity` section whose samples match the run (every task of every
 //! batch, the events the batch took in), whose latency breakdown adds up, and whose model
 //! names a bottleneck; `sleet explain` reads the file back and answers what-if questions;
 //! and it refuses files it cannot explain, saying why.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use common::{run_with_limit, sleet, test_dir};
+use common::{run_with_limit, sleet, sleet_bench, test_dir};
 
 const DURATION_S: u64 = 6;
 const INTERVAL_US: i64 = 100_000;
@@ -25,8 +26,8 @@ struct Bench {
 fn bench(name: &str, extra: &[&str]) -> Bench {
     let dir = test_dir(name);
     let json = dir.join("result.json");
-    let mut command = sleet();
-    command.args(["bench", "ysb", "--workers", "2", "--batch-interval", "100", "--rate", "100000"]);
+    let mut command = sleet_bench();
+    command.args(["ysb", "--workers", "2", "--batch-interval", "100", "--rate", "100000"]);
     command.args(["--duration", &DURATION_S.to_string(), "--warmup", "2"]);
     command.arg("--json").arg(&json).arg("--out").arg(&dir).args(extra);
     let output = run_with_limit(command, Duration::from_secs(DURATION_S + 60));
@@ -218,7 +219,7 @@ fn explain_says_why_it_cannot_read_a_file() {
 
     let other = dir.join("other.json");
     std::fs::write(&other, r#"{"anything": 1}"#).expect("write");
-    explain_fails(&other, &["other.json", "not a result of `sleet bench ysb --json`"]);
+    explain_fails(&other, &["other.json", "not a result of `sleet-bench ysb --json`"]);
 
     let text = dir.join("text.json");
     std::fs::write(&text, "batches: 12").expect("write");
@@ -231,15 +232,15 @@ fn explain_says_why_it_cannot_read_a_file() {
     assert!(!output.status.success() && stderr.contains("`cores=two`"), "a bad scenario: {stderr}");
 }
 
-/// The workers' bandwidth limits end to end: `sleet bench bottleneck` engineers a network- and
+/// The workers' bandwidth limits end to end: `sleet-bench bottleneck` engineers a network- and
 /// a disk-bound run, the model names each, and the throughput it derives from the records
 /// never exceeds the limit (the limiter's waiting is inside the monotasks).
 #[test]
 fn bandwidth_limits_make_the_model_name_the_network_and_the_disk() {
     let dir = test_dir("clarity_bottleneck");
     let json = dir.join("bottleneck.json");
-    let mut command = sleet();
-    command.args(["bench", "bottleneck", "--cases", "net,disk", "--repeats", "1"]);
+    let mut command = sleet_bench();
+    command.args(["bottleneck", "--cases", "net,disk", "--repeats", "1"]);
     command.args(["--duration", &DURATION_S.to_string(), "--warmup", "2"]);
     command.arg("--json").arg(&json).arg("--out").arg(&dir);
     let output = run_with_limit(command, Duration::from_secs(2 * DURATION_S + 90));

@@ -1,4 +1,4 @@
-//! `sleet bench recovery` (`benchmarks/README.md`): runs ysb on a local cluster, kills or stops one
+//! `sleet-bench recovery` (`benchmarks/README.md`): runs ysb on a local cluster, kills or stops one
 //! worker mid-run, and reports how long the driver took to notice, how high latency rose, how long
 //! until it was back near its level before the failure, and whether the results still equal the
 //! ground truth.
@@ -19,14 +19,15 @@ use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::JobSummary;
 
 use crate::batch_figures::sustained;
-use crate::bench_ysb::{clear_run_outputs, write_output};
 use crate::client::run_job_with_status;
 use crate::cluster::LocalCluster;
 use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
+use crate::output::write_output;
 use crate::plot::{render_svg_with_markers, LinePlot, Marker, Scale, Series};
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
 use crate::ysb_report::{evaluate, RunPlan};
+use crate::ysb_run::clear_run_outputs;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchRecoveryArgs {
@@ -66,7 +67,7 @@ pub struct BenchRecoveryArgs {
     #[arg(long, default_value_t = 3)]
     pub runs: u32,
     #[command(flatten)]
-    pub output: crate::run_dir::BenchOutputArgs,
+    pub output: crate::output::BenchOutputArgs,
     /// Write an SVG plot of the first run here: latency per batch against time from the
     /// failure, with the failure, its detection and the recovery marked.
     #[arg(long)]

@@ -3,13 +3,14 @@
 //! directly, never through the engine's operators. The runs cover both schedulers: group with
 //! the automatic size (the default), bsp, and group with a fixed size.
 
+#[path = "../../cli/tests/common/mod.rs"]
 mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{run_with_limit, sleet, test_dir};
+use common::{run_with_limit, sleet_bench, test_dir};
 use sleet_connectors::ysb::{event, event_range, ground_truth};
 use sleet_plan::YsbSourceSpec;
 
@@ -25,8 +26,8 @@ struct Run {
 fn run_ysb(name: &str, extra: &[&str], bad_fraction: f64) -> (Run, std::path::PathBuf) {
     let dir = test_dir(name);
     let json = dir.join("result.json");
-    let mut command = sleet();
-    command.args(["bench", "ysb", "--workers", "2", "--batch-interval", "100", "--warmup", "5"]);
+    let mut command = sleet_bench();
+    command.args(["ysb", "--workers", "2", "--batch-interval", "100", "--warmup", "5"]);
     command.args(["--rate", &RATE.to_string(), "--duration", &DURATION_S.to_string(), "--seed", &SEED.to_string()]);
     command.args(["--bad-fraction", &bad_fraction.to_string()]);
     command.arg("--json").arg(&json).arg("--out").arg(&dir);
@@ -141,8 +142,8 @@ fn assert_figures_state_their_sample_counts(result: &serde_json::Value) {
 fn find_max_rate_answers_with_a_confirmed_probe() {
     let dir = test_dir("ysb_find_max_rate");
     let json = dir.join("result.json");
-    let mut command = sleet();
-    command.args(["bench", "ysb", "--find-max-rate", "--workers", "1", "--batch-interval", "100"]);
+    let mut command = sleet_bench();
+    command.args(["ysb", "--find-max-rate", "--workers", "1", "--batch-interval", "100"]);
     command.args(["--rate", "50000", "--probe-duration", "4", "--probe-warmup", "1", "--duration", "6"]);
     command.args(["--warmup", "2", "--max-probes", "2", "--tolerance", "0.4"]);
     command.arg("--json").arg(&json);

@@ -72,7 +72,7 @@ struct PassTimes {
 impl PassTimes {
     fn median(passes: &[PassTimes]) -> PassTimes {
         let median_of = |part: fn(&PassTimes) -> f64| {
-            crate::ysb_case::median(&passes.iter().map(part).collect::<Vec<_>>()).unwrap_or(0.0)
+            crate::batch_figures::median(&passes.iter().map(part).collect::<Vec<_>>()).unwrap_or(0.0)
         };
         PassTimes {
             source_read_us: median_of(|pass| pass.source_read_us),

@@ -1,4 +1,4 @@
-//! `sleet bench sched` and `sleet bench shuffle` (`benchmarks/README.md`, Drizzle §5.2): how long a
+//! `sleet-bench sched` and `sleet-bench shuffle` (`benchmarks/README.md`, Drizzle §5.2): how long a
 //! batch takes when the work is tiny and coordination is all that is left.
 //!
 //! `sched` is one stage with one task per worker core, each summing random numbers; `shuffle`
@@ -472,7 +472,7 @@ fn plot_of(shape: Shape, args: &BenchSchedArgs, points: &[serde_json::Value], co
         Shape::Shuffle => format!("map stage + {} reduce tasks", args.reduce_partitions),
     };
     LinePlot {
-        title: format!("sleet bench {}: {what}, {} batches, median of {} runs", shape.name(), args.batches, args.runs),
+        title: format!("sleet-bench {}: {what}, {} batches, median of {} runs", shape.name(), args.batches, args.runs),
         x_label: "worker processes (1 core each, loopback)".into(),
         y_label: "time per batch (ms)".into(),
         x_scale: Scale::Log,

@@ -1,4 +1,4 @@
-//! `sleet bench ysb --find-max-rate`: the highest rate that is stable and correct at the given
+//! `sleet-bench ysb --find-max-rate`: the highest rate that is stable and correct at the given
 //! workers and batch interval: short probes chosen by `RateSearch`, then one confirming run of
 //! the full `--duration` at the answer. `--searches N` repeats the whole search and reports the
 //! median, since one search on a shared machine can land a step high or low.
@@ -10,8 +10,8 @@ use anyhow::Result;
 use serde_json::json;
 use sleet_clarity::percentile;
 
-use crate::bench_ysb::{run_once, BenchYsbArgs, Probe};
 use crate::rate_search::{round_rate, ProbeResult, RateSearch};
+use crate::ysb_run::{run_once, BenchYsbArgs, Probe};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct SearchArgs {
@@ -38,8 +38,7 @@ pub struct SearchArgs {
 }
 
 /// Runs the searches; returns the result object and whether every search found a rate.
-pub async fn run(args: &BenchYsbArgs, run_dir: &Path) -> Result<(serde_json::Value, bool)> {
-    let search = &args.search;
+pub async fn run(args: &BenchYsbArgs, search: &SearchArgs, run_dir: &Path) -> Result<(serde_json::Value, bool)> {
     anyhow::ensure!(search.searches >= 1, "--searches must be at least 1");
     anyhow::ensure!(
         search.probe_warmup < search.probe_duration,
@@ -49,7 +48,7 @@ pub async fn run(args: &BenchYsbArgs, run_dir: &Path) -> Result<(serde_json::Val
     let mut searches = Vec::new();
     for index in 1..=search.searches {
         eprintln!("find-max-rate: search {index} of {}", search.searches);
-        searches.push(one_search(args, &run_dir.join(format!("search-{index}"))).await?);
+        searches.push(one_search(args, search, &run_dir.join(format!("search-{index}"))).await?);
     }
     let found: Vec<f64> = searches.iter().filter_map(|found| found.sustainable).map(|rate| rate as f64).collect();
     let median = percentile(&found, 0.5);
@@ -101,8 +100,7 @@ struct Found {
     json: serde_json::Value,
 }
 
-async fn one_search(args: &BenchYsbArgs, dir: &Path) -> Result<Found> {
-    let settings = &args.search;
+async fn one_search(args: &BenchYsbArgs, settings: &SearchArgs, dir: &Path) -> Result<Found> {
     let mut search = RateSearch::new(settings.tolerance);
     let mut probes = Vec::new();
     let mut rate = Some(round_rate(args.ysb.rate));

@@ -1,4 +1,4 @@
-//! A ysb run described by its `sleet bench ysb` flags, for the benchmarks that run many of them
+//! A ysb run described by its `sleet-bench ysb` flags, for the benchmarks that run many of them
 //! (`bench bottleneck`, `bench whatif`): the flags are parsed as `bench ysb` parses them, so a
 //! case in a result file can be re-run by pasting its flags.
 
@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use sleet_clarity::RunSamples;
 
-use crate::bench_ysb::{run_once, BenchYsbArgs, Probe};
 use crate::duration_arg::show;
+use crate::ysb_run::{run_once, BenchYsbArgs, Probe};
 
 #[derive(Parser)]
 #[command(no_binary_name = true)]
@@ -19,7 +19,7 @@ struct YsbCommandLine {
     args: BenchYsbArgs,
 }
 
-/// `flags` as `sleet bench ysb` would read them; an error names the flags.
+/// `flags` as `sleet-bench ysb` would read them; an error names the flags.
 pub fn ysb_args(flags: &[String]) -> Result<BenchYsbArgs> {
     YsbCommandLine::try_parse_from(flags)
         .map(|line| line.args)
@@ -129,16 +129,10 @@ pub fn model_terms(result: &serde_json::Value) -> serde_json::Value {
     })
 }
 
-/// The median by nearest rank (the upper middle of an even count), `None` when empty.
-pub fn median(values: &[f64]) -> Option<f64> {
-    let mut sorted: Vec<f64> = values.iter().copied().filter(|value| value.is_finite()).collect();
-    sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::batch_figures::median;
 
     #[test]
     fn flags_parse_as_bench_ysb_reads_them() {

@@ -1,4 +1,4 @@
-//! `sleet bench chaos`: ysb on a local cluster while workers are killed (SIGKILL) or frozen
+//! `sleet-bench chaos`: ysb on a local cluster while workers are killed (SIGKILL) or frozen
 //! (SIGSTOP, woken a little later, when the driver has cut them off) at seeded random
 //! times, each replaced by a fresh worker that joins the running job; with `--driver-kills`
 //! the driver too is killed (SIGKILL) at seeded times and restarted at once with the same
@@ -21,14 +21,15 @@ use serde_json::json;
 use sleet_plan::SinkSpec;
 use sleet_wire::clock::{now_ms, BatchClock};
 
-use crate::bench_kafka::on_brokers;
-use crate::bench_ysb::{clear_run_outputs, write_output};
 use crate::client::run_job_with_status;
 use crate::cluster::{signal_worker, sleep_until_ms, LocalCluster};
 use crate::duration_arg::show;
 use crate::interrupt::Interrupted;
+use crate::output::write_output;
 use crate::ysb_job::{ysb_job, ysb_source_spec, YsbFlags};
 use crate::ysb_report::{evaluate, RunPlan};
+use crate::ysb_run::clear_run_outputs;
+use crate::ysb_run::on_brokers;
 use sleet_kafka::admin::{delete_topic, ensure_topic};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -69,7 +70,7 @@ pub struct BenchChaosArgs {
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub brokers: String,
     #[command(flatten)]
-    pub output: crate::run_dir::BenchOutputArgs,
+    pub output: crate::output::BenchOutputArgs,
 }
 
 /// A signal the chaos sends to a worker.

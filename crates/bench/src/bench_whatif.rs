@@ -1,4 +1,4 @@
-//! `sleet bench whatif`: validates the what-if answers. For each scenario it runs a baseline,
+//! `sleet-bench whatif`: validates the what-if answers. For each scenario it runs a baseline,
 //! predicts the changed configuration's batch time from the baseline's records alone
 //! (`sleet_clarity::predict`), runs the changed configuration, and compares the medians of the
 //! runs: the prediction should be within 15 % of the measured batch time.
@@ -16,9 +16,10 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use sleet_clarity::{parse_scenarios, predict, MonotaskKind, RunSamples};
 
-use crate::bench_ysb::write_output;
+use crate::batch_figures::median;
 use crate::clarity_report::whatif_params;
-use crate::ysb_case::{median, model_terms, pick, run_ysb, samples, RepeatArgs};
+use crate::output::write_output;
+use crate::ysb_case::{model_terms, pick, run_ysb, samples, RepeatArgs};
 
 /// A prediction within this share of the measured batch time holds (issue 14).
 pub const TARGET_ERROR: f64 = 0.15;
@@ -40,7 +41,7 @@ pub struct BenchWhatifArgs {
     #[arg(long, conflicts_with = "save_runs")]
     pub from_runs: Option<PathBuf>,
     #[command(flatten)]
-    pub output: crate::run_dir::BenchOutputArgs,
+    pub output: crate::output::BenchOutputArgs,
 }
 
 /// One change: the baseline's and the changed run's `bench ysb` flags, and the what-if that

@@ -1,0 +1,26 @@
+//! The library under the `sleet` binary: what a user's command needs, and what the benchmark
+//! harness (`sleet-bench`, crates/bench) and the integration tests reuse instead of a copy.
+//!
+//! ```text
+//!  main.rs (the `sleet` binary: flags → one of these)
+//!    ├─ demo        local cluster + the ysb job (sleet-workloads) + client, a status line a second
+//!    ├─ explain     a result file ──clarity_report──▶ model, bottleneck, what-if answers
+//!    └─ driver / worker / submit / attach / job / gen: the engine crates and sleet-workloads
+//!  client        submit, follow (reconnecting to a restarted driver), stop; the status line
+//!  cluster       a driver and workers as child processes of the `sleet` binary on 127.0.0.1
+//!  run_dir       the directory a local run writes to, cleared only if sleet wrote it
+//!  entry         the async runtime, Ctrl-C (interrupt) and exit codes of a sleet process
+//!  worker_limits the worker's resource-limit flags, passed on by a local cluster
+//! ```
+//!
+//! Nothing here depends on the benchmark harness: arrows go `sleet-bench` → `sleet-cli`.
+
+pub mod clarity_report;
+pub mod client;
+pub mod cluster;
+pub mod demo;
+pub mod entry;
+pub mod explain;
+pub mod interrupt;
+pub mod run_dir;
+pub mod worker_limits;

@@ -1,0 +1,25 @@
+//! The built-in workloads, shared by `sleet demo`, `sleet job`, `sleet gen` and the benchmarks
+//! (`sleet-bench`): each as a job the engine runs, the flags that shape it, its input written
+//! to an outside system, and the ground truth its results are checked against.
+//!
+//! ```text
+//!  ysb_job        the Yahoo Streaming Benchmark query as a JobFile (YsbFlags → YsbOptions → job)
+//!  ysb_input      where a ysb job reads: the built-in generator, a Kafka topic, JSON-lines files
+//!  gen_ysb        the generator's events to a Kafka topic, the campaigns table to a CSV file
+//!  ysb_check      a ysb run's result rows against the ground truth; window latencies
+//!  shuffle_check  the number stream's (key, window) totals: expected, and read from the sink
+//!  scheduler_args the scheduler flags of every command that builds a job
+//!  duration_arg   `10ms`, `1s`, bare numbers in a flag's own unit
+//! ```
+//!
+//! The generators themselves (`sleet_connectors::ysb`, `sleet_connectors::numbers`) are engine
+//! sources: a job runs them with no outside service. What is here only builds jobs on them and
+//! recomputes what their results must be.
+
+pub mod duration_arg;
+pub mod gen_ysb;
+pub mod scheduler_args;
+pub mod shuffle_check;
+pub mod ysb_check;
+pub mod ysb_input;
+pub mod ysb_job;
