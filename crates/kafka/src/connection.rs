@@ -101,16 +101,7 @@ impl Connection {
         if read < length {
             return Err(self.io_error(std::io::ErrorKind::UnexpectedEof.into()));
         }
-        let mut body = Bytes::from(body);
-        let response_header = ResponseHeader::decode(&mut body, R::Response::header_version(version))
-            .map_err(|error| self.protocol(error.to_string()))?;
-        if response_header.correlation_id != correlation_id {
-            return Err(self.protocol(format!(
-                "response to request {} arrived for request {correlation_id}",
-                response_header.correlation_id
-            )));
-        }
-        R::Response::decode(&mut body, version).map_err(|error| self.protocol(format!("decoding {api_key:?}: {error}")))
+        decode_response::<R>(Bytes::from(body), version, correlation_id).map_err(|reason| self.protocol(reason))
     }
 
     fn io_error(&self, error: std::io::Error) -> KafkaError {
@@ -121,3 +112,21 @@ impl Connection {
         KafkaError::Protocol { broker: self.broker.clone(), reason }
     }
 }
+
+/// Decodes a response body (the bytes after its length prefix) to `R` at `version`: the
+/// header, whose correlation id must be `correlation_id`, then the message. Everything a
+/// broker sends back passes through here; public so the fuzzer can feed it bytes directly.
+#[doc(hidden)]
+pub fn decode_response<R: Request>(mut body: Bytes, version: i16, correlation_id: i32) -> Result<R::Response, String> {
+    let response_header =
+        ResponseHeader::decode(&mut body, R::Response::header_version(version)).map_err(|error| error.to_string())?;
+    if response_header.correlation_id != correlation_id {
+        return Err(format!(
+            "response to request {} arrived for request {correlation_id}",
+            response_header.correlation_id
+        ));
+    }
+    let api_key = ApiKey::try_from(R::KEY).map_err(|()| format!("unknown API key {}", R::KEY))?;
+    R::Response::decode(&mut body, version).map_err(|error| format!("decoding {api_key:?}: {error}"))
+}
+

@@ -20,4 +20,9 @@ pub mod retry;
 pub mod transaction;
 mod versions;
 
+/// The API version this client speaks for each request, so the fuzzer decodes responses at
+/// the versions a broker actually answers.
+#[doc(hidden)]
+pub use versions::version_of;
+
 pub use error::KafkaError;
