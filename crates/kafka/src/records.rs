@@ -92,7 +92,9 @@ pub fn parse_batches(
             return Ok(parsed);
         }
         let header = BatchHeader::read(batch)?;
-        let last_offset = base_offset + header.last_offset_delta as i64;
+        let last_offset = base_offset.checked_add(header.last_offset_delta.into()).ok_or_else(|| {
+            format!("a record batch at offset {base_offset} ends past the offsets (delta {})", header.last_offset_delta)
+        })?;
         if last_offset < from {
             continue;
         }
@@ -116,8 +118,9 @@ pub fn parse_batches(
             };
             read_records(batch, base_offset, &header, scratch, &mut emit)?;
         }
-        parsed.next_offset = (last_offset + 1).min(end);
-        if last_offset + 1 >= end {
+        // `end` is at most i64::MAX, so saturating leaves every comparison with it right.
+        parsed.next_offset = last_offset.saturating_add(1).min(end);
+        if last_offset.saturating_add(1) >= end {
             parsed.next_offset = end;
             return Ok(parsed);
         }
@@ -194,8 +197,8 @@ fn read_records(
         let length = cursor.varint()?;
         let start = cursor.at;
         cursor.skip(1)?;
-        let timestamp = header.base_timestamp + cursor.varlong()?;
-        let offset = base_offset + cursor.varint()? as i64;
+        let timestamp = header.base_timestamp.checked_add(cursor.varlong()?).ok_or("a record's timestamp overflows")?;
+        let offset = base_offset.checked_add(cursor.varint()?.into()).ok_or("a record's offset overflows")?;
         let key = cursor.bytes()?;
         let value = cursor.bytes()?;
         // Headers are not used; skip to the record's declared end.

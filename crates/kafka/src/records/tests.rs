@@ -88,6 +88,39 @@ fn corruption_is_an_error_not_a_wrong_record() {
     assert!(error.contains("CRC"), "{error}");
 }
 
+/// `data` with its first batch's base offset and last offset delta replaced, CRC fixed.
+fn with_offsets(mut data: Vec<u8>, base_offset: i64, last_offset_delta: i32) -> Vec<u8> {
+    data[0..8].copy_from_slice(&base_offset.to_be_bytes());
+    data[23..27].copy_from_slice(&last_offset_delta.to_be_bytes());
+    let crc = crc32c::crc32c(&data[21..]);
+    data[17..21].copy_from_slice(&crc.to_be_bytes());
+    data
+}
+
+/// Found by the `kafka_record_batches` fuzz target: offsets near `i64::MAX` overflowed
+/// (a panic with overflow checks, records silently skipped and a negative next offset
+/// without). A batch or record past the last offset is an error; a batch ending exactly at
+/// it is read.
+#[test]
+fn offsets_at_the_end_of_the_range_do_not_overflow() {
+    let parse = |data: &[u8]| {
+        let mut read = Vec::new();
+        let parsed =
+            parse_batches(data, 0, i64::MAX, &mut AbortedTransactions::default(), &mut Vec::new(), &mut |record| {
+                read.push(record.offset)
+            });
+        parsed.map(|parsed| (parsed, read))
+    };
+    let batch = encode(&values(0..10), Compression::None);
+    let error = parse(&with_offsets(batch.clone(), i64::MAX - 5, 9)).expect_err("the batch ends past i64::MAX");
+    assert!(error.contains("ends past the offsets"), "{error}");
+    let error = parse(&with_offsets(batch.clone(), i64::MAX - 5, 0)).expect_err("a record past i64::MAX");
+    assert!(error.contains("offset overflows"), "{error}");
+    let (parsed, read) = parse(&with_offsets(batch, i64::MAX - 9, 9)).expect("ends at i64::MAX");
+    assert_eq!(parsed, Parsed { next_offset: i64::MAX, records: 9 });
+    assert_eq!(read, (i64::MAX - 9..i64::MAX).collect::<Vec<_>>());
+}
+
 /// A control batch as the broker writes one for a transaction's end: key = version 0 and
 /// the marker type, value = version + coordinator epoch.
 fn marker(offset: i64, producer_id: i64, commit: bool) -> Vec<u8> {
