@@ -17,7 +17,7 @@ const CLIENT_ID: &str = "sleet";
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Larger responses are a protocol error, not something to allocate.
-const RESPONSE_BYTES_MAX: usize = 256 << 20;
+pub(crate) const RESPONSE_BYTES_MAX: usize = 256 << 20;
 
 pub struct Connection {
     broker: String,

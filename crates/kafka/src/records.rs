@@ -1,6 +1,8 @@
 //! Record batches (format v2) as they come in a fetch response, parsed in place: each record
 //! is handed to the caller as slices of the response (or of one reused buffer for a
-//! compressed batch), never as an object of its own.
+//! compressed batch, see `decompress`), never as an object of its own. Every codec's records
+//! are read here: a count or length read off the wire is never reserved up front, only
+//! walked while the bytes last.
 //!
 //! ```text
 //! batch:  base_offset i64 | length i32 | leader_epoch i32 | magic i8 = 2 | crc u32 |
@@ -9,8 +11,6 @@
 //! record: length varint | attributes i8 | ts_delta varlong | offset_delta varint |
 //!         key (varint length, -1 = null) | value (same) | headers (varint count, each key+value)
 //! ```
-
-use std::io::Read;
 
 use rustc_hash::FxHashSet as HashSet;
 
@@ -183,14 +183,10 @@ fn read_records(
     let body = &batch[BATCH_HEADER_BYTES..];
     let records = match header.attributes & ATTRIBUTE_COMPRESSION {
         0 => body,
-        3 => {
-            scratch.clear();
-            lz4::Decoder::new(body)
-                .and_then(|mut decoder| decoder.read_to_end(scratch))
-                .map_err(|error| format!("lz4 batch does not decompress: {error}"))?;
+        codec => {
+            decompress::decompress(codec, body, scratch)?;
             scratch.as_slice()
         }
-        _ => return read_with_library(batch, emit),
     };
     let mut cursor = Cursor { data: records, at: 0 };
     for _ in 0..header.count {
@@ -208,22 +204,6 @@ fn read_records(
         }
         cursor.at = end;
         emit(Record { offset, timestamp, key, value });
-    }
-    Ok(())
-}
-
-/// gzip and snappy batches (rare on this path; sleet writes lz4): decoded by the protocol
-/// library into owned records.
-fn read_with_library(batch: &[u8], emit: &mut dyn FnMut(Record<'_>)) -> Result<(), String> {
-    let mut buf = bytes::Bytes::copy_from_slice(batch);
-    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).map_err(|error| error.to_string())?;
-    for record in &set.records {
-        emit(Record {
-            offset: record.offset,
-            timestamp: record.timestamp,
-            key: record.key.as_deref(),
-            value: record.value.as_deref(),
-        });
     }
     Ok(())
 }
@@ -271,5 +251,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
+mod decompress;
 #[cfg(test)]
 mod tests;
