@@ -17,6 +17,7 @@ pub mod offsets;
 pub mod producer;
 pub mod records;
 pub mod retry;
+mod shape;
 pub mod transaction;
 mod versions;
 
