@@ -11,7 +11,8 @@ Builds the fuzz targets of fuzz/ with cargo-fuzz on the nightly toolchain and ru
 (default: all of them) in turn, starting from its saved corpus (fuzz/corpus/TARGET, not in
 git) and its seeds (fuzz/seeds/TARGET). Prints, per target, the inputs executed and the
 result; exits non-zero if any target crashed, panicked, hung (-timeout=10 s per input, see
---timeout) or went past 2 GiB (-rss_limit_mb=2048, which also caps a single allocation).
+--timeout), went past 2 GiB resident (-rss_limit_mb=2048) or asked for more than 512 MiB in one
+allocation (fuzz/src/lib.rs aborts on it in every build; -malloc_limit_mb=512 under ASan).
 Inputs that fail are written to fuzz/artifacts/TARGET/; replay one with
     fuzz/target/<triple>/release/TARGET fuzz/artifacts/TARGET/crash-...
 (or under $CARGO_TARGET_DIR when it is set).
@@ -97,7 +98,7 @@ echo "   built in $(( $(date +%s) - started )) s"
 
 triple=$(rustc +nightly -vV | sed -n 's/^host: //p')
 bin_dir="${CARGO_TARGET_DIR:-fuzz/target}/$triple/release"
-limits=(-rss_limit_mb=2048 -timeout="$timeout" -print_final_stats=1)
+limits=(-rss_limit_mb=2048 -malloc_limit_mb=512 -timeout="$timeout" -print_final_stats=1)
 if [ -n "$runs" ]; then
     budget=(-runs="$runs")
 else

@@ -8,6 +8,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+// Links the allocation cap (see src/lib.rs).
+use sleet_fuzz as _;
 use sleet_plan::{plan_stages, JobFile};
 
 fuzz_target!(|data: &[u8]| {

@@ -25,10 +25,12 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::Array;
 use libfuzzer_sys::fuzz_target;
+// Links the allocation cap (see src/lib.rs).
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use sleet_exec::json::JsonDecoder;
 use sleet_exec::RawRecords;
+use sleet_fuzz as _;
 use sleet_plan::{DataType, Field, Schema};
 
 const FIELDS: [(&str, DataType); 5] = [
@@ -103,21 +105,38 @@ fn quoted_float(text: &str) -> Option<f64> {
     text.parse().ok()
 }
 
-/// The deepest bracket nesting outside strings (the top-level object counts as 1).
-fn raw_depth(bytes: &[u8]) -> usize {
-    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &byte in bytes {
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
+/// Where a byte of JSON text lies, read one byte at a time: inside a string or not.
+#[derive(Default)]
+struct Strings {
+    inside: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Takes the next byte; true when it lies outside every string (quotes count as inside).
+    fn outside(&mut self, byte: u8) -> bool {
+        if self.inside {
+            match (self.escaped, byte) {
+                (true, _) => self.escaped = false,
+                (false, b'\\') => self.escaped = true,
+                (false, b'"') => self.inside = false,
                 _ => {}
             }
+            return false;
+        }
+        self.inside = byte == b'"';
+        !self.inside
+    }
+}
+
+/// The deepest bracket nesting outside strings (the top-level object counts as 1).
+fn raw_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut strings) = (0usize, 0usize, Strings::default());
+    for &byte in bytes {
+        if !strings.outside(byte) {
             continue;
         }
         match byte {
-            b'"' => in_string = true,
             b'{' | b'[' => {
                 depth += 1;
                 deepest = deepest.max(depth);
@@ -133,20 +152,11 @@ fn raw_depth(bytes: &[u8]) -> usize {
 /// '-' or a digit, outside strings) replaced by `0`.
 fn zero_bare_numbers(bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());
-    let (mut in_string, mut escaped) = (false, false);
+    let mut strings = Strings::default();
     let mut index = 0;
     while index < bytes.len() {
         let byte = bytes[index];
-        if in_string {
-            match (escaped, byte) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-        } else if byte == b'"' {
-            in_string = true;
-        } else if byte == b'-' || byte.is_ascii_digit() {
+        if strings.outside(byte) && (byte == b'-' || byte.is_ascii_digit()) {
             while index < bytes.len() && matches!(bytes[index], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
                 index += 1;
             }

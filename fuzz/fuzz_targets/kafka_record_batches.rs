@@ -11,6 +11,8 @@
 
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
+// Links the allocation cap (see src/lib.rs).
+use sleet_fuzz as _;
 use sleet_kafka::records::{parse_batches, AbortedTransactions};
 
 const BATCH_HEADER_BYTES: usize = 61;

@@ -16,8 +16,11 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::Request;
 use libfuzzer_sys::fuzz_target;
+// Links the allocation cap (see src/lib.rs).
+use sleet_fuzz as _;
 use sleet_kafka::connection::decode_response;
-use sleet_kafka::records::{parse_batches, AbortedTransactions};
+use sleet_kafka::fetch::aborted_in;
+use sleet_kafka::records::parse_batches;
 
 /// The version `Connection::open` asks ApiVersions at.
 const API_VERSIONS_VERSION: i16 = 3;
@@ -37,21 +40,8 @@ fuzz_target!(|data: &[u8]| {
         2 => {
             let Some(response) = decode::<FetchRequest>(body, correlation_id) else { return };
             for data in response.responses.iter().flat_map(|topic| topic.partitions.iter()) {
-                let aborted = data
-                    .aborted_transactions
-                    .iter()
-                    .flatten()
-                    .map(|aborted| (aborted.producer_id.0, aborted.first_offset))
-                    .collect();
                 let records = data.records.as_deref().unwrap_or(&[]);
-                let _ = parse_batches(
-                    records,
-                    0,
-                    i64::MAX,
-                    &mut AbortedTransactions::new(aborted),
-                    &mut Vec::new(),
-                    &mut |_| {},
-                );
+                let _ = parse_batches(records, 0, i64::MAX, &mut aborted_in(data), &mut Vec::new(), &mut |_| {});
             }
         }
         3 => drop(decode::<ListOffsetsRequest>(body, correlation_id)),
