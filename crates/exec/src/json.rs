@@ -572,8 +572,12 @@ impl RecordParser<'_> {
     fn hex4(&mut self) -> ParseResult<u32> {
         let digits =
             self.bytes.get(self.position..self.position + 4).ok_or_else(|| self.malformed("\\u needs 4 hex digits"))?;
-        let text = std::str::from_utf8(digits).map_err(|_| self.malformed("\\u needs 4 hex digits"))?;
-        let value = u32::from_str_radix(text, 16).map_err(|_| self.malformed("\\u needs 4 hex digits"))?;
+        // `from_str_radix` alone would also take a sign: `\u+041` is not JSON.
+        if !digits.iter().all(u8::is_ascii_hexdigit) {
+            return Err(self.malformed("\\u needs 4 hex digits"));
+        }
+        let text = std::str::from_utf8(digits).expect("ASCII hex digits");
+        let value = u32::from_str_radix(text, 16).expect("4 hex digits fit a u32");
         self.position += 4;
         Ok(value)
     }
@@ -797,6 +801,10 @@ mod tests {
         check_bad(r#"{"name": "\ud800", "time": 2}"#, "surrogate");
         check_bad(r#"{"name": "\udc00", "time": 2}"#, "lone low surrogate");
         check_bad(r#"{"name": "\q", "time": 2}"#, "unknown escape");
+        // Caught by the `json_decode` fuzz target's oracle: a sign where a hex digit belongs
+        // was taken (`from_str_radix` accepts "+041"), decoding this record's name as "A".
+        check_bad(r#"{"name": "\u+041", "time": 2}"#, "4 hex digits");
+        check_bad(r#"{"name": "\u-041", "time": 2}"#, "4 hex digits");
         check_bad("{\"name\": \"a\nb\", \"time\": 2}", "control character");
         check_bad(r#"{"name": true, "time": 2}"#, "field `name`: expected a string");
         check_bad(&format!(r#"{{"name": "{}", "time": 2}}"#, "x".repeat(300)), "over the limit of 200");

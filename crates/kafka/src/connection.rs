@@ -9,6 +9,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, RequestHeader, Respon
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, Request, StrBytes};
 
 use crate::error::KafkaError;
+use crate::shape;
 use crate::versions::ApiVersions;
 
 const CLIENT_ID: &str = "sleet";
@@ -17,7 +18,7 @@ const CLIENT_ID: &str = "sleet";
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Larger responses are a protocol error, not something to allocate.
-const RESPONSE_BYTES_MAX: usize = 256 << 20;
+pub(crate) const RESPONSE_BYTES_MAX: usize = 256 << 20;
 
 pub struct Connection {
     broker: String,
@@ -101,16 +102,7 @@ impl Connection {
         if read < length {
             return Err(self.io_error(std::io::ErrorKind::UnexpectedEof.into()));
         }
-        let mut body = Bytes::from(body);
-        let response_header = ResponseHeader::decode(&mut body, R::Response::header_version(version))
-            .map_err(|error| self.protocol(error.to_string()))?;
-        if response_header.correlation_id != correlation_id {
-            return Err(self.protocol(format!(
-                "response to request {} arrived for request {correlation_id}",
-                response_header.correlation_id
-            )));
-        }
-        R::Response::decode(&mut body, version).map_err(|error| self.protocol(format!("decoding {api_key:?}: {error}")))
+        decode_response::<R>(Bytes::from(body), version, correlation_id).map_err(|reason| self.protocol(reason))
     }
 
     fn io_error(&self, error: std::io::Error) -> KafkaError {
@@ -119,5 +111,64 @@ impl Connection {
 
     fn protocol(&self, reason: String) -> KafkaError {
         KafkaError::Protocol { broker: self.broker.clone(), reason }
+    }
+}
+
+/// Decodes a response body (the bytes after its length prefix) to `R` at `version`: the
+/// header, whose correlation id must be `correlation_id`, then the message, once its shape
+/// is walked (`shape.rs`: kafka-protocol would reserve any length it reads). Everything a
+/// broker sends back passes through here; public so the fuzzer can feed it bytes directly.
+#[doc(hidden)]
+pub fn decode_response<R: Request>(mut body: Bytes, version: i16, correlation_id: i32) -> Result<R::Response, String> {
+    let response_header =
+        ResponseHeader::decode(&mut body, R::Response::header_version(version)).map_err(|error| error.to_string())?;
+    if response_header.correlation_id != correlation_id {
+        return Err(format!(
+            "response to request {} arrived for request {correlation_id}",
+            response_header.correlation_id
+        ));
+    }
+    let api_key = ApiKey::try_from(R::KEY).map_err(|()| format!("unknown API key {}", R::KEY))?;
+    let shape = shape::shape_of(R::KEY, version).ok_or_else(|| {
+        format!("{api_key:?} v{version}: no response shape for this version (see shape/responses.rs)")
+    })?;
+    shape::walk(shape, &body).map_err(|error| format!("decoding {api_key:?} v{version}: {error}"))?;
+    R::Response::decode(&mut body, version).map_err(|error| format!("decoding {api_key:?} v{version}: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use kafka_protocol::messages::{MetadataRequest, ProduceRequest};
+
+    use super::*;
+
+    /// Found by the `kafka_responses` fuzz target: a produce response (v9) of ten bytes whose
+    /// topic array claims billions of entries (kafka-protocol drops the varint's bits past 32).
+    /// kafka-protocol reserved them all up front, about 300 GB, and the failed allocation
+    /// aborted the process; the shape walk refuses it first, as it does the same claim written
+    /// as a proper varint.
+    #[test]
+    fn an_array_longer_than_the_response_is_an_error_not_an_abort() {
+        let found = Bytes::from_static(&[0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x3c]);
+        let error = decode_response::<ProduceRequest>(found, 9, 0).expect_err("an overlong varint");
+        assert_eq!(error, "decoding Produce v9: `responses`: an unsigned varint longer than 32 bits");
+        let canonical = Bytes::from_static(&[0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f]);
+        let error = decode_response::<ProduceRequest>(canonical, 9, 0).expect_err("too many entries");
+        assert_eq!(error, "decoding Produce v9: `responses`: 4294967294 entries claimed with 0 bytes left");
+    }
+
+    #[test]
+    fn a_response_for_another_request_is_refused() {
+        let mut body = BytesMut::new();
+        ResponseHeader::default().with_correlation_id(8).encode(&mut body, 1).expect("encodes");
+        let error = decode_response::<MetadataRequest>(body.freeze(), 12, 7).expect_err("wrong id");
+        assert!(error.contains("arrived for request 7"), "{error}");
+    }
+
+    #[test]
+    fn a_version_without_a_shape_is_refused_before_decoding() {
+        let body = Bytes::from_static(&[0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        let error = decode_response::<ProduceRequest>(body, 8, 0).expect_err("no shape");
+        assert!(error.contains("Produce v8: no response shape"), "{error}");
     }
 }

@@ -1,6 +1,7 @@
 //! Reading one partition by offset: Fetch requests to its leader, records parsed in place.
 
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::{BrokerId, FetchRequest, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::ResponseError;
@@ -108,25 +109,22 @@ impl PartitionReader {
             }
             Some(error) => return Err(KafkaError::Broker { api: "Fetch", what: self.what(), error }),
         }
-        let aborted = data
-            .aborted_transactions
-            .iter()
-            .flatten()
-            .map(|aborted| (aborted.producer_id.0, aborted.first_offset))
-            .collect();
         let records = data.records.as_deref().unwrap_or(&[]);
         let parsed =
-            parse_batches(records, from, end, &mut AbortedTransactions::new(aborted), &mut self.scratch, visit)
-                .map_err(|reason| KafkaError::BadBatch {
-                    topic: self.topic.clone(),
-                    partition: self.partition,
-                    offset: from,
-                    reason,
-                })?;
+            parse_batches(records, from, end, &mut aborted_in(data), &mut self.scratch, visit).map_err(|reason| {
+                KafkaError::BadBatch { topic: self.topic.clone(), partition: self.partition, offset: from, reason }
+            })?;
         Ok(parsed.next_offset)
     }
 
     fn what(&self) -> String {
         format!("{}/{}", self.topic, self.partition)
     }
+}
+
+/// The transactions a fetch response says were aborted in a partition's range, as
+/// `parse_batches` takes them.
+pub fn aborted_in(data: &PartitionData) -> AbortedTransactions {
+    let aborted = data.aborted_transactions.iter().flatten();
+    AbortedTransactions::new(aborted.map(|aborted| (aborted.producer_id.0, aborted.first_offset)).collect())
 }

@@ -17,7 +17,13 @@ pub mod offsets;
 pub mod producer;
 pub mod records;
 pub mod retry;
+mod shape;
 pub mod transaction;
 mod versions;
+
+/// The API version this client speaks for each request, so the fuzzer decodes responses at
+/// the versions a broker actually answers.
+#[doc(hidden)]
+pub use versions::version_of;
 
 pub use error::KafkaError;

@@ -1,6 +1,8 @@
 //! Record batches (format v2) as they come in a fetch response, parsed in place: each record
 //! is handed to the caller as slices of the response (or of one reused buffer for a
-//! compressed batch), never as an object of its own.
+//! compressed batch, see `decompress`), never as an object of its own. Every codec's records
+//! are read here: a count or length read off the wire is never reserved up front, only
+//! walked while the bytes last.
 //!
 //! ```text
 //! batch:  base_offset i64 | length i32 | leader_epoch i32 | magic i8 = 2 | crc u32 |
@@ -9,8 +11,6 @@
 //! record: length varint | attributes i8 | ts_delta varlong | offset_delta varint |
 //!         key (varint length, -1 = null) | value (same) | headers (varint count, each key+value)
 //! ```
-
-use std::io::Read;
 
 use rustc_hash::FxHashSet as HashSet;
 
@@ -92,7 +92,9 @@ pub fn parse_batches(
             return Ok(parsed);
         }
         let header = BatchHeader::read(batch)?;
-        let last_offset = base_offset + header.last_offset_delta as i64;
+        let last_offset = base_offset.checked_add(header.last_offset_delta.into()).ok_or_else(|| {
+            format!("a record batch at offset {base_offset} ends past the offsets (delta {})", header.last_offset_delta)
+        })?;
         if last_offset < from {
             continue;
         }
@@ -116,8 +118,9 @@ pub fn parse_batches(
             };
             read_records(batch, base_offset, &header, scratch, &mut emit)?;
         }
-        parsed.next_offset = (last_offset + 1).min(end);
-        if last_offset + 1 >= end {
+        // `end` is at most i64::MAX, so saturating leaves every comparison with it right.
+        parsed.next_offset = last_offset.saturating_add(1).min(end);
+        if last_offset.saturating_add(1) >= end {
             parsed.next_offset = end;
             return Ok(parsed);
         }
@@ -180,22 +183,18 @@ fn read_records(
     let body = &batch[BATCH_HEADER_BYTES..];
     let records = match header.attributes & ATTRIBUTE_COMPRESSION {
         0 => body,
-        3 => {
-            scratch.clear();
-            lz4::Decoder::new(body)
-                .and_then(|mut decoder| decoder.read_to_end(scratch))
-                .map_err(|error| format!("lz4 batch does not decompress: {error}"))?;
+        codec => {
+            decompress::decompress(codec, body, scratch)?;
             scratch.as_slice()
         }
-        _ => return read_with_library(batch, emit),
     };
     let mut cursor = Cursor { data: records, at: 0 };
     for _ in 0..header.count {
         let length = cursor.varint()?;
         let start = cursor.at;
         cursor.skip(1)?;
-        let timestamp = header.base_timestamp + cursor.varlong()?;
-        let offset = base_offset + cursor.varint()? as i64;
+        let timestamp = header.base_timestamp.checked_add(cursor.varlong()?).ok_or("a record's timestamp overflows")?;
+        let offset = base_offset.checked_add(cursor.varint()?.into()).ok_or("a record's offset overflows")?;
         let key = cursor.bytes()?;
         let value = cursor.bytes()?;
         // Headers are not used; skip to the record's declared end.
@@ -205,22 +204,6 @@ fn read_records(
         }
         cursor.at = end;
         emit(Record { offset, timestamp, key, value });
-    }
-    Ok(())
-}
-
-/// gzip and snappy batches (rare on this path; sleet writes lz4): decoded by the protocol
-/// library into owned records.
-fn read_with_library(batch: &[u8], emit: &mut dyn FnMut(Record<'_>)) -> Result<(), String> {
-    let mut buf = bytes::Bytes::copy_from_slice(batch);
-    let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut buf).map_err(|error| error.to_string())?;
-    for record in &set.records {
-        emit(Record {
-            offset: record.offset,
-            timestamp: record.timestamp,
-            key: record.key.as_deref(),
-            value: record.value.as_deref(),
-        });
     }
     Ok(())
 }
@@ -268,5 +251,6 @@ impl<'a> Cursor<'a> {
     }
 }
 
+mod decompress;
 #[cfg(test)]
 mod tests;

@@ -271,7 +271,7 @@ pub struct GroupRegistered {
 
 /// Serialized by `report_codec`, which sends its times relative to the task's start.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(from = "crate::report_codec::TaskReportWire")]
+#[serde(try_from = "crate::report_codec::TaskReportWire")]
 pub struct TaskReport {
     pub task: TaskId,
     pub worker: WorkerId,

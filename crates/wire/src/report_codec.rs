@@ -42,17 +42,18 @@ impl MonotaskSpan {
         }
     }
 
-    fn record(self, task_started_at_us: i64) -> MonotaskRecord {
-        let queued_at_us = task_started_at_us + self.queued_after_us;
-        let started_at_us = queued_at_us + self.queue_us;
-        MonotaskRecord {
+    /// `None` when a time falls outside `i64` (a damaged or hostile report).
+    fn record(self, task_started_at_us: i64) -> Option<MonotaskRecord> {
+        let queued_at_us = task_started_at_us.checked_add(self.queued_after_us)?;
+        let started_at_us = queued_at_us.checked_add(self.queue_us)?;
+        Some(MonotaskRecord {
             kind: self.kind,
             resource: self.resource,
             bytes: self.bytes,
             queued_at_us,
             started_at_us,
-            finished_at_us: started_at_us + self.run_us,
-        }
+            finished_at_us: started_at_us.checked_add(self.run_us)?,
+        })
     }
 }
 
@@ -110,17 +111,28 @@ impl Serialize for TaskReport {
     }
 }
 
-impl From<TaskReportWire> for TaskReport {
-    fn from(wire: TaskReportWire) -> Self {
-        TaskReport {
+/// A report whose offsets put a time outside `i64` is refused: it cannot come from a worker's
+/// clock, and adding them up would overflow.
+impl TryFrom<TaskReportWire> for TaskReport {
+    type Error = String;
+
+    fn try_from(wire: TaskReportWire) -> Result<Self, String> {
+        let overflow = || format!("task {}: a time in its report overflows", wire.task);
+        let monotasks = wire
+            .monotasks
+            .iter()
+            .map(|span| span.record(wire.started_at_us))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(overflow)?;
+        Ok(TaskReport {
             task: wire.task,
             worker: wire.worker,
             group: wire.group,
+            finished_at_us: wire.started_at_us.checked_add(wire.run_us).ok_or_else(overflow)?,
             outcome: wire.outcome,
-            monotasks: wire.monotasks.into_iter().map(|span| span.record(wire.started_at_us)).collect(),
+            monotasks,
             started_at_us: wire.started_at_us,
-            finished_at_us: wire.started_at_us + wire.run_us,
-        }
+        })
     }
 }
 
@@ -243,6 +255,30 @@ mod tests {
         let message = WorkerToDriver::Status(StatusBatch { registered: registered.clone(), reports });
         assert_eq!(encode_status(&registered, 300, &encoded), encode_binary(&message));
         assert_eq!(encode_status(&[], 0, &[]), encode_binary(&WorkerToDriver::Status(StatusBatch::default())));
+    }
+
+    /// Found while writing the `frame_decode` fuzz target: a report's times are offsets from
+    /// its start, and decoding added them without a check (a panic with overflow checks,
+    /// wrapped times without). Such a report is now a decoding error.
+    #[test]
+    fn a_report_whose_times_overflow_is_refused() {
+        let start = 1_790_000_000_000_000;
+        let fine = report(start, &[(0, 100, start, start + 1, start + 40)], start + 95);
+        let encoded = |wire: &TaskReportView<'_>| encode_binary(wire);
+        let view = |run_us: i64, started_at_us: i64| TaskReportView {
+            task: &fine.task,
+            worker: fine.worker,
+            group: fine.group,
+            outcome: &fine.outcome,
+            started_at_us,
+            run_us,
+            monotasks: MonotaskSpans { records: &fine.monotasks, task_started_at_us: start },
+        };
+        assert_eq!(decode_binary::<TaskReport>(&encoded(&view(95, start)), "report").expect("decodes"), fine);
+        for (run_us, started_at_us) in [(i64::MAX, start), (0, i64::MAX), (i64::MIN, -1)] {
+            // postcard keeps no message of its own for an error the type raises.
+            decode_binary::<TaskReport>(&encoded(&view(run_us, started_at_us)), "report").expect_err("times past i64");
+        }
     }
 
     proptest! {

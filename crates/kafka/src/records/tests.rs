@@ -88,12 +88,85 @@ fn corruption_is_an_error_not_a_wrong_record() {
     assert!(error.contains("CRC"), "{error}");
 }
 
+/// Found by the `kafka_record_batches` fuzz target: a gzip or snappy batch whose header claims
+/// 2³¹ − 1 records. kafka-protocol's decoder, which read these batches then, reserved them all
+/// up front, some 200 GB, and the failed allocation aborted the process; read here, the batch
+/// is an error once its real records run out.
+#[test]
+fn a_record_count_past_the_batch_is_an_error_not_an_abort() {
+    for compression in [Compression::None, Compression::Lz4, Compression::Gzip, Compression::Snappy] {
+        let mut data = encode(&values(0..10), compression);
+        data[57..61].copy_from_slice(&i32::MAX.to_be_bytes());
+        let crc = crc32c::crc32c(&data[21..]);
+        data[17..21].copy_from_slice(&crc.to_be_bytes());
+        let mut scratch = Vec::new();
+        let error = parse_batches(&data, 0, i64::MAX, &mut AbortedTransactions::default(), &mut scratch, &mut |_| {})
+            .expect_err("more records claimed than carried");
+        assert!(error.contains("cut short"), "{compression:?}: {error}");
+    }
+}
+
+/// `data` with its first batch's base offset and last offset delta replaced, CRC fixed.
+fn with_offsets(mut data: Vec<u8>, base_offset: i64, last_offset_delta: i32) -> Vec<u8> {
+    data[0..8].copy_from_slice(&base_offset.to_be_bytes());
+    data[23..27].copy_from_slice(&last_offset_delta.to_be_bytes());
+    let crc = crc32c::crc32c(&data[21..]);
+    data[17..21].copy_from_slice(&crc.to_be_bytes());
+    data
+}
+
+/// Found by the `kafka_record_batches` fuzz target, in this crate's parser and then in
+/// kafka-protocol's (which read gzip and snappy batches then): offsets near `i64::MAX`
+/// overflowed (a panic with overflow checks, records silently skipped and a negative next
+/// offset without). A batch or record past the last offset is an error; a batch ending
+/// exactly at it is read, whatever the codec.
+#[test]
+fn offsets_at_the_end_of_the_range_do_not_overflow() {
+    let parse = |data: &[u8]| {
+        let mut read = Vec::new();
+        let parsed =
+            parse_batches(data, 0, i64::MAX, &mut AbortedTransactions::default(), &mut Vec::new(), &mut |record| {
+                read.push(record.offset)
+            });
+        parsed.map(|parsed| (parsed, read))
+    };
+    for compression in [Compression::None, Compression::Lz4, Compression::Gzip, Compression::Snappy] {
+        let batch = encode(&values(0..10), compression);
+        let error = parse(&with_offsets(batch.clone(), i64::MAX - 5, 9)).expect_err("the batch ends past i64::MAX");
+        assert!(error.contains("ends past the offsets"), "{compression:?}: {error}");
+        let error = parse(&with_offsets(batch.clone(), i64::MAX - 5, 0)).expect_err("a record past i64::MAX");
+        assert!(error.contains("offset overflows"), "{compression:?}: {error}");
+        let (parsed, read) = parse(&with_offsets(batch, i64::MAX - 9, 9)).expect("ends at i64::MAX");
+        assert_eq!(parsed, Parsed { next_offset: i64::MAX, records: 9 }, "{compression:?}");
+        assert_eq!(read, (i64::MAX - 9..i64::MAX).collect::<Vec<_>>(), "{compression:?}");
+    }
+}
+
 /// A control batch as the broker writes one for a transaction's end: key = version 0 and
 /// the marker type, value = version + coordinator epoch.
 fn marker(offset: i64, producer_id: i64, commit: bool) -> Vec<u8> {
     let mut record = owned(offset, &[0, 0, 0, 0, 0, 0], producer_id, true, true);
     record.key = Some(Bytes::from(vec![0, 0, 0, u8::from(commit)]));
     encode(&[record], Compression::None)
+}
+
+/// Found by the `kafka_record_batches` fuzz target: a snappy batch without Kafka's framing
+/// whose raw header claims 2.6 GB uncompressed; kafka-protocol's decoder, which read snappy
+/// batches then, zero-filled that much before decompressing a byte.
+#[test]
+fn a_snappy_batch_claiming_gigabytes_is_an_error() {
+    let mut data = encode(&values(0..1), Compression::None);
+    data.truncate(61);
+    data[22] = (data[22] & !0x07) | 2;
+    // Raw snappy: the uncompressed length as a varint, then a literal of one byte.
+    data.extend_from_slice(&[0xff, 0xff, 0xff, 0xe1, 0x09, 0x00, b'x']);
+    let length = (data.len() - 12) as i32;
+    data[8..12].copy_from_slice(&length.to_be_bytes());
+    let crc = crc32c::crc32c(&data[21..]);
+    data[17..21].copy_from_slice(&crc.to_be_bytes());
+    let error = parse_batches(&data, 0, i64::MAX, &mut AbortedTransactions::default(), &mut Vec::new(), &mut |_| {})
+        .expect_err("a bomb");
+    assert!(error.contains("claims"), "{error}");
 }
 
 #[test]
