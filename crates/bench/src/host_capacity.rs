@@ -39,8 +39,17 @@ pub struct HostTicks {
 impl HostTicks {
     /// `None` where `/proc/stat` is missing or unreadable (not Linux).
     pub fn now() -> Option<HostTicks> {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        parse_cpu_line(stat.lines().next()?)
+        use procfs::CurrentSI;
+        Some(HostTicks::of(&procfs::KernelStats::current().ok()?.total))
+    }
+
+    /// Busy is everything but idle and iowait. Steal (time the hypervisor gave the vCPU to
+    /// someone else) counts as busy: it is load on the host that the job has to share.
+    fn of(all_cores: &procfs::CpuTime) -> HostTicks {
+        let [irq, softirq, steal, iowait] =
+            [all_cores.irq, all_cores.softirq, all_cores.steal, all_cores.iowait].map(|ticks| ticks.unwrap_or(0));
+        let busy = all_cores.user + all_cores.nice + all_cores.system + irq + softirq + steal;
+        HostTicks { busy, total: busy + all_cores.idle + iowait }
     }
 
     /// Mean busy cores from `self` to `later`, out of `cores`.
@@ -49,20 +58,6 @@ impl HostTicks {
         let busy = later.busy.saturating_sub(self.busy);
         Some(busy as f64 / total as f64 * f64::from(cores))
     }
-}
-
-/// `cpu  user nice system idle iowait irq softirq steal …`: busy is everything but idle and
-/// iowait. Steal (time the hypervisor gave the vCPU to someone else) counts as busy: it is
-/// load on the host that the job has to share.
-fn parse_cpu_line(line: &str) -> Option<HostTicks> {
-    let mut fields = line.split_whitespace();
-    if fields.next()? != "cpu" {
-        return None;
-    }
-    let ticks: Vec<u64> = fields.take(8).map(str::parse).collect::<Result<_, _>>().ok()?;
-    let [user, nice, system, idle, iowait, irq, softirq, steal] = ticks[..] else { return None };
-    let busy = user + nice + system + irq + softirq + steal;
-    Some(HostTicks { busy, total: busy + idle + iowait })
 }
 
 /// A measured run's host figures: the ticks at the start of the measured part, then the
@@ -235,16 +230,23 @@ fn thread_cpu_ns() -> f64 {
 mod tests {
     use super::*;
 
+    /// The all-cores line of `/proc/stat` as procfs reads it.
+    fn ticks(cpu_line: &str) -> HostTicks {
+        use procfs::FromBufReadSI;
+        let stat = format!("{cpu_line}\ncpu0 1 2 3 4 5 6 7 8 0 0\nctxt 1\nbtime 1\nprocesses 1\n");
+        let stats = procfs::KernelStats::from_buf_read(stat.as_bytes(), procfs::current_system_info()).expect("parses");
+        HostTicks::of(&stats.total)
+    }
+
     #[test]
     fn busy_is_all_but_idle_and_iowait() {
-        let before = parse_cpu_line("cpu  100 0 50 1000 10 0 5 5 0 0").expect("parses");
-        let after = parse_cpu_line("cpu  250 0 100 1200 20 0 10 10 0 0").expect("parses");
+        let before = ticks("cpu  100 0 50 1000 10 0 5 5 0 0");
+        let after = ticks("cpu  250 0 100 1200 20 0 10 10 0 0");
         // Busy 160 → 370 (+210) of total 1170 → 1590 (+420): half the time, on 2 cores.
         let busy = before.busy_cores_until(&after, 2).expect("ticks passed");
         assert!((busy - 1.0).abs() < 1e-12, "{busy}");
-        assert!(parse_cpu_line("cpu0 1 2 3 4 5 6 7 8").is_none(), "only the all-cores line");
-        assert!(parse_cpu_line("cpu  1 2 x 4 5 6 7 8").is_none());
         assert!(before.busy_cores_until(&before, 2).is_none(), "no time passed");
+        assert!(HostTicks::now().is_some(), "this machine has a /proc/stat");
     }
 
     #[test]

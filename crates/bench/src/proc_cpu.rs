@@ -1,17 +1,12 @@
 //! CPU time of processes, from `/proc/<pid>/stat`: what the benchmarks divide by events to
 //! give µs per event for sleet, the Kafka broker and the producer separately.
 
+use procfs::process::{all_processes, Process};
+
 /// User plus system CPU seconds `pid` has used so far; `None` if it is gone (or not Linux).
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let after_name = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    Some(ticks as f64 / per_second.max(1) as f64)
+    let stat = Process::new(i32::try_from(pid).ok()?).ok()?.stat().ok()?;
+    Some((stat.utime + stat.stime) as f64 / procfs::ticks_per_second().max(1) as f64)
 }
 
 /// The sum over `pids`, counting processes that are gone as zero.
@@ -23,14 +18,12 @@ pub fn total_cpu_seconds(pids: &[u32]) -> f64 {
 /// `kafka.Kafka` JVM whose properties file names that listener.
 pub fn find_kafka_broker(port: u16) -> Option<u32> {
     let listener = format!("127.0.0.1:{port}");
-    std::fs::read_dir("/proc").ok()?.filter_map(Result::ok).find_map(|entry| {
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-        let args: Vec<String> =
-            cmdline.split(|byte| *byte == 0).map(|arg| String::from_utf8_lossy(arg).into_owned()).collect();
+    all_processes().ok()?.filter_map(Result::ok).find_map(|process| {
+        let args = process.cmdline().ok()?;
         let main = args.iter().position(|arg| arg == "kafka.Kafka")?;
         let properties = std::fs::read_to_string(args.get(main + 1)?).ok()?;
-        properties.lines().any(|line| line.starts_with("listeners=") && line.contains(&listener)).then_some(pid)
+        let listens = properties.lines().any(|line| line.starts_with("listeners=") && line.contains(&listener));
+        listens.then_some(process.pid as u32)
     })
 }
 

@@ -18,6 +18,7 @@
 pub mod error;
 pub mod expr_eval;
 pub mod json;
+pub mod key;
 pub mod ops;
 pub mod partition;
 pub mod pipeline;

@@ -2,9 +2,9 @@
 //! exchange, and the keyed state after it that emits every touched window each batch and
 //! closes windows once the watermark passes their end.
 //!
-//! Both steps share `GroupTable`: per window start, a hash map from the row's encoded key to
-//! its running aggregates. Keys are encoded to bytes once per row, so grouping costs one hash
-//! of a short byte string and no allocation for keys seen before.
+//! Both steps share `Windows`: per window start, a hash map from the row's encoded key
+//! (`key::KeyColumns`) to its running aggregates, so grouping costs one hash of a short byte
+//! string and no allocation for keys seen before.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,6 +20,7 @@ use sleet_plan::validate::WINDOW_START_COLUMN;
 use sleet_plan::{AggFunc, Aggregate, WindowSpec};
 
 use crate::error::ExecError;
+use crate::key::{KeyColumns, TAG_BOOLEAN, TAG_FLOAT64, TAG_INT64, TAG_NULL, TAG_UTF8};
 
 /// One value of a key or an aggregate.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,43 +42,6 @@ fn read_cell(column: &dyn Array, row: usize) -> Cell {
         DataType::Float64 => Cell::Float64(column.as_primitive::<Float64Type>().value(row)),
         DataType::Boolean => Cell::Boolean(column.as_boolean().value(row)),
         _ => Cell::Null,
-    }
-}
-
-const TAG_NULL: u8 = 0;
-const TAG_UTF8: u8 = 1;
-const TAG_INT64: u8 = 2;
-const TAG_FLOAT64: u8 = 3;
-const TAG_BOOLEAN: u8 = 4;
-
-/// Appends the row's key columns as tagged bytes; decodable by `decode_key`.
-fn encode_key(columns: &[ArrayRef], row: usize, out: &mut Vec<u8>) {
-    for column in columns {
-        if column.is_null(row) {
-            out.push(TAG_NULL);
-            continue;
-        }
-        match column.data_type() {
-            DataType::Utf8 => {
-                let value = column.as_string::<i32>().value(row).as_bytes();
-                out.push(TAG_UTF8);
-                out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-                out.extend_from_slice(value);
-            }
-            DataType::Int64 => {
-                out.push(TAG_INT64);
-                out.extend_from_slice(&column.as_primitive::<Int64Type>().value(row).to_le_bytes());
-            }
-            DataType::Float64 => {
-                out.push(TAG_FLOAT64);
-                out.extend_from_slice(&column.as_primitive::<Float64Type>().value(row).to_bits().to_le_bytes());
-            }
-            DataType::Boolean => {
-                out.push(TAG_BOOLEAN);
-                out.push(column.as_boolean().value(row) as u8);
-            }
-            other => unreachable!("validated: keys have plan types, not {other}"),
-        }
     }
 }
 
@@ -309,6 +273,7 @@ fn fold_batch(
     touched: &mut Vec<(i64, Box<[u8]>)>,
 ) -> Result<(u64, Option<i64>), ExecError> {
     let key_columns: Vec<ArrayRef> = layout.keys.iter().map(|key| column(batch, key)).collect::<Result<_, _>>()?;
+    let key_columns = KeyColumns::new(&key_columns);
     let inputs = layout.aggregate_inputs(batch)?;
     let size = layout.window.size_ms;
     let (starts, event_times): (Vec<Option<i64>>, Vec<Option<i64>>) = match layout.input {
@@ -339,7 +304,7 @@ fn fold_batch(
         }
         max_event_time = Some(max_event_time.map_or(event_time, |max| max.max(event_time)));
         key.clear();
-        encode_key(&key_columns, row, &mut key);
+        key_columns.encode(row, &mut key);
         let groups = windows.entry(start).or_default();
         let group = match groups.get_mut(key.as_slice()) {
             Some(group) => group,

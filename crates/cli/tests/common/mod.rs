@@ -161,15 +161,11 @@ pub fn alive(pid: u32) -> bool {
 
 /// The processes whose parent is `parent`, read from /proc.
 pub fn children_of(parent: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // Fields after the command name, which is in parentheses: state, then the parent.
-            let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-            after_name.split_whitespace().nth(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(parent)
-        })
+    let Ok(processes) = procfs::process::all_processes() else { return Vec::new() };
+    processes
+        .filter_map(Result::ok)
+        .filter(|process| process.stat().is_ok_and(|stat| stat.ppid as u32 == parent))
+        .map(|process| process.pid as u32)
         .collect()
 }
 
