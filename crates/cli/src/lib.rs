@@ -11,6 +11,7 @@
 //!  run_dir       the directory a local run writes to, cleared only if sleet wrote it
 //!  entry         the async runtime, Ctrl-C (interrupt) and exit codes of a sleet process
 //!  worker_limits the worker's resource-limit flags, passed on by a local cluster
+//!  memory        small pages only: the kernel's huge pages cost a growing heap its time
 //! ```
 //!
 //! Nothing here depends on the benchmark harness: arrows go `sleet-bench` → `sleet-cli`.
@@ -22,5 +23,6 @@ pub mod demo;
 pub mod entry;
 pub mod explain;
 pub mod interrupt;
+pub mod memory;
 pub mod run_dir;
 pub mod worker_limits;

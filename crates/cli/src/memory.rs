@@ -1,0 +1,21 @@
+//! How a sleet process gets its memory from the kernel.
+//!
+//! mimalloc asks for transparent huge pages on the arenas it reserves, so a heap that grows
+//! faults in 2 MiB at a time and the thread that touched it zeroes the whole page first. In
+//! `bench sched` at 16 workers (17 processes on two cores, each growing its heap through the
+//! first thousand batches) that zeroing took 15 % of the driver's time and made a batch 1.2×
+//! as long: 0.0512 against 0.0416 ms, medians of 4 alternating pairs, while ysb's capacity
+//! was the same either way (4.59 M events/s, 2 pairs each). The experiment note is
+//! docs/experiments/2026-11-27-group-scheduling-regression.md.
+
+/// Turns transparent huge pages off for this process and every process it starts (the flag
+/// is inherited across fork and exec). Call it first in `main`: pages already faulted in
+/// stay as they are.
+pub fn small_pages_only() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_THP_DISABLE) takes plain integers and changes only a flag of this
+    // process; it cannot touch memory the program owns.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
