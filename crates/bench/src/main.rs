@@ -85,7 +85,6 @@ enum BenchWorkload {
 }
 
 fn main() -> ExitCode {
-    sleet_cli::memory::small_pages_only();
     let cli = match sleet_cli::entry::parse::<Cli>() {
         Ok(cli) => cli,
         Err(code) => return code,

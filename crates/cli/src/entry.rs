@@ -31,6 +31,8 @@ pub fn run<F>(frame: Frame, command: impl FnOnce() -> F) -> ExitCode
 where
     F: Future<Output = Result<ExitCode>>,
 {
+    // Before the runtime's threads start and the heap grows.
+    crate::memory::small_pages_only();
     let Frame { program, current_thread, grace } = frame;
     let mut builder = if current_thread {
         tokio::runtime::Builder::new_current_thread()

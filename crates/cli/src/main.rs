@@ -158,7 +158,6 @@ enum GenWorkload {
 }
 
 fn main() -> ExitCode {
-    sleet_cli::memory::small_pages_only();
     let cli = match sleet_cli::entry::parse::<Cli>() {
         Ok(cli) => cli,
         Err(code) => return code,

@@ -9,8 +9,8 @@
 //! docs/experiments/2026-11-27-group-scheduling-regression.md.
 
 /// Turns transparent huge pages off for this process and every process it starts (the flag
-/// is inherited across fork and exec). Call it first in `main`: pages already faulted in
-/// stay as they are.
+/// is inherited across fork and exec). `entry::run` calls it before the runtime starts: pages
+/// already faulted in stay as they are.
 pub fn small_pages_only() {
     #[cfg(target_os = "linux")]
     // SAFETY: prctl(PR_SET_THP_DISABLE) takes plain integers and changes only a flag of this

@@ -75,7 +75,7 @@ impl JobRuntime {
     /// A stage whose partitions must see their batches in order: a stateful one (each
     /// batch's state update builds on the one before) and one reading a source that is read
     /// front to back, as a Kafka consumer must. A generator's partitions are not held to it:
-    /// the ordered path's bookkeeping and turn were a sixth of a worker's time per task in
+    /// the ordered path's bookkeeping and turn cost the workers about a tenth of their CPU in
     /// `bench sched` (docs/experiments/2026-11-27-group-scheduling-regression.md).
     pub fn runs_in_batch_order(&self, id: StageId) -> bool {
         self.stage(id).is_ok_and(|stage| {
