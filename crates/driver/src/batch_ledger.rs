@@ -38,11 +38,24 @@ pub struct CompletedBatch {
     pub snapshots: Vec<PartitionSnapshot>,
 }
 
+/// A task within its batch: its stage and partition, one word. A ledger serves one job and
+/// a batch's tasks share their batch number, so the rest of a `TaskId` would only lengthen
+/// every hash and comparison of the busiest lookup on the driver.
+type TaskInBatch = u64;
+
+fn task_in_batch(task: &TaskId) -> TaskInBatch {
+    (u64::from(task.stage.0) << 32) | u64::from(task.partition)
+}
+
+fn stage_of(task: TaskInBatch) -> StageId {
+    StageId((task >> 32) as u32)
+}
+
 #[derive(Debug)]
 struct OpenBatch {
     /// Hashed, not ordered: every task of every batch goes in and out once, and only the
     /// rare `waiting_on` looks at them as a whole.
-    outstanding: FxHashMap<TaskId, WorkerId>,
+    outstanding: FxHashMap<TaskInBatch, WorkerId>,
     completed: CompletedBatch,
     launched_at_us: i64,
     visible_at_us: Option<i64>,
@@ -54,7 +67,9 @@ struct OpenBatch {
 #[derive(Debug)]
 pub struct BatchLedger {
     clock: BatchClock,
-    batches: BTreeMap<u64, OpenBatch>,
+    /// Boxed: a record is a few hundred bytes, and the map's nodes move their values on
+    /// every insert and removal, once per batch each.
+    batches: BTreeMap<u64, Box<OpenBatch>>,
     first_stage: StageId,
     /// The stage whose span is the batch's reduce time, when there are two or more.
     reduce_stage: Option<StageId>,
@@ -69,10 +84,16 @@ impl BatchLedger {
     /// Starts waiting for `batch`'s `tasks`: every task of every stage, so that the batch
     /// completes only with its last stage.
     pub fn open(&mut self, batch: u64, group: Option<u64>, tasks: impl IntoIterator<Item = (TaskId, WorkerId)>) {
-        let outstanding: FxHashMap<TaskId, WorkerId> = tasks.into_iter().collect();
+        let outstanding: FxHashMap<TaskInBatch, WorkerId> = tasks
+            .into_iter()
+            .map(|(task, worker)| {
+                assert_eq!(task.batch, batch, "batch {batch} opened with another batch's task");
+                (task_in_batch(&task), worker)
+            })
+            .collect();
         // Sized once: each source task adds its range, and growing the list a push at a time
         // reallocated it four times per batch at 16 partitions.
-        let sources = outstanding.keys().filter(|task| task.stage == self.first_stage).count();
+        let sources = outstanding.keys().filter(|task| stage_of(**task) == self.first_stage).count();
         let record = BatchRecord {
             batch,
             group,
@@ -80,14 +101,13 @@ impl BatchLedger {
             source_ranges: Vec::with_capacity(sources),
             ..BatchRecord::default()
         };
-        assert!(outstanding.keys().all(|task| task.batch == batch), "batch {batch} opened with another batch's task");
-        let state = OpenBatch {
+        let state = Box::new(OpenBatch {
             outstanding,
             completed: CompletedBatch { record, ..CompletedBatch::default() },
             launched_at_us: i64::MAX,
             visible_at_us: None,
             stage_spans: Vec::new(),
-        };
+        });
         assert!(self.batches.insert(batch, state).is_none(), "batch {batch} opened twice");
     }
 
@@ -95,7 +115,7 @@ impl BatchLedger {
     pub fn report(&mut self, report: &TaskReport, stats: &TaskStats) -> Taken {
         let task = report.task;
         let Some(batch) = self.batches.get_mut(&task.batch) else { return Taken::Ignored };
-        if batch.outstanding.remove(&task).is_none() {
+        if batch.outstanding.remove(&task_in_batch(&task)).is_none() {
             return Taken::Ignored;
         }
         let completed = &mut batch.completed;
@@ -131,7 +151,7 @@ impl BatchLedger {
         Taken::Completed(Box::new(self.finish_record(batch)))
     }
 
-    fn finish_record(&self, batch: OpenBatch) -> CompletedBatch {
+    fn finish_record(&self, batch: Box<OpenBatch>) -> CompletedBatch {
         let span_ms = |stage: StageId| {
             batch
                 .stage_spans
@@ -168,9 +188,9 @@ impl BatchLedger {
     /// The oldest open batch's outstanding tasks: their earliest stage and who runs it.
     pub fn waiting_on(&self) -> Option<(u64, StageId, Vec<WorkerId>)> {
         let (batch, state) = self.batches.iter().next()?;
-        let stage = state.outstanding.keys().map(|task| task.stage).min()?;
+        let stage = state.outstanding.keys().map(|task| stage_of(*task)).min()?;
         let mut workers: Vec<WorkerId> =
-            state.outstanding.iter().filter(|(task, _)| task.stage == stage).map(|(_, worker)| *worker).collect();
+            state.outstanding.iter().filter(|(task, _)| stage_of(**task) == stage).map(|(_, worker)| *worker).collect();
         workers.sort_unstable();
         workers.dedup();
         Some((*batch, stage, workers))

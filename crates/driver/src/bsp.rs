@@ -111,9 +111,9 @@ pub async fn run(
             let deadline = Instant::now() + job.stage_timeout;
             while !barrier.is_done() {
                 match link.next_event(deadline).await {
-                    JobEvent::Status(mut status, decode_us) => {
+                    JobEvent::Status(status, decode_us) => {
                         let handling_started_us = now_us();
-                        let taken = take_reports(&mut status, attempt.job, &mut session.stats, |report, task_stats| {
+                        let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
                             let address = link.shuffle_address(report.worker).unwrap_or_default();
                             barrier.complete(report.task, task_stats, report.worker, address);
                             match ledger.report(report, task_stats) {
@@ -182,8 +182,8 @@ async fn finish_after_stop(
 ) -> Result<(), DriverError> {
     while !barrier.is_done() {
         match link.next_event(deadline).await {
-            JobEvent::Status(mut status, _) => {
-                let taken = take_reports(&mut status, attempt.job, &mut session.stats, |report, task_stats| {
+            JobEvent::Status(status, _) => {
+                let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
                     barrier.complete(report.task, task_stats, report.worker, "")
                         && ledger.report(report, task_stats) != Taken::Ignored
                 });

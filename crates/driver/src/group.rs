@@ -102,7 +102,7 @@ pub async fn run(
     while !(scheduler.tracker.is_idle() && scheduler.next_batch >= scheduler.batch_limit) {
         let deadline = next_progress.min(last_activity + stage_timeout);
         match link.next_event(deadline).await {
-            JobEvent::Status(mut status, decode_us) => {
+            JobEvent::Status(status, decode_us) => {
                 last_activity = Instant::now();
                 let handling_started_us = now_us();
                 let now = now_ms();
@@ -111,10 +111,9 @@ pub async fn run(
                 }
                 let mut batches = Vec::new();
                 let tracker = &mut scheduler.tracker;
-                let taken =
-                    take_reports(&mut status, attempt.job, &mut scheduler.session.stats, |report, task_stats| {
-                        tracker.report(report, task_stats, &mut batches)
-                    });
+                let taken = take_reports(&status, attempt.job, &mut scheduler.session.stats, |report, task_stats| {
+                    tracker.report(report, task_stats, &mut batches)
+                });
                 if let Err(failure) = taken {
                     let batch = failure.task.batch;
                     return Err(link.explain_failure(failure, batch).await);

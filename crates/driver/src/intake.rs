@@ -13,28 +13,21 @@ use crate::progress::JobStats;
 /// Hands every successful report of attempt `job` to `accept`, which says whether the
 /// scheduler was waiting for it (a repeat, or a task past a stop, is not counted twice), and
 /// adds the accepted ones' work to `stats`. Stops at the first failure and returns it.
-///
-/// An accepted report's monotask records move into `stats` (the model's sample keeps them)
-/// instead of being copied: the copy per task was a tenth of the driver's time in `bench
-/// sched` at 16 workers under group scheduling (perf, mid-run).
 pub fn take_reports(
-    status: &mut StatusBatch,
+    status: &StatusBatch,
     job: JobId,
     stats: &mut JobStats,
     mut accept: impl FnMut(&TaskReport, &TaskStats) -> bool,
 ) -> Result<(), TaskFailure> {
-    for report in status.reports.iter_mut().filter(|report| report.task.job == job) {
+    for report in status.reports.iter().filter(|report| report.task.job == job) {
         let accepted = match &report.outcome {
             TaskOutcome::Succeeded(task_stats) => accept(report, task_stats),
             TaskOutcome::Failed { reason } => {
                 return Err(TaskFailure { task: report.task, worker: report.worker, reason: reason.clone() })
             }
         };
-        if accepted {
-            let monotasks = std::mem::take(&mut report.monotasks);
-            if let TaskOutcome::Succeeded(task_stats) = &report.outcome {
-                stats.add_task(report, task_stats, monotasks);
-            }
+        if let (true, TaskOutcome::Succeeded(task_stats)) = (accepted, &report.outcome) {
+            stats.add_task(report, task_stats);
         }
     }
     Ok(())
@@ -70,7 +63,7 @@ mod tests {
             records_in: 5,
             ..TaskStats::default()
         };
-        let mut status = StatusBatch {
+        let status = StatusBatch {
             registered: Vec::new(),
             reports: vec![
                 report_of(7, 9, TaskOutcome::Failed { reason: "an earlier attempt's".into() }),
@@ -82,7 +75,7 @@ mod tests {
         };
         let mut stats = JobStats::new(1, 0, SchedulerKind::Group);
         let mut seen = Vec::new();
-        let failure = take_reports(&mut status, 1, &mut stats, |report, _| {
+        let failure = take_reports(&status, 1, &mut stats, |report, _| {
             seen.push(report.task.partition);
             report.task.partition == 1
         })

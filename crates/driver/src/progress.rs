@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use sleet_clarity::{percentile, ClusterShape, MonotaskRecord, MonotaskTotals};
+use sleet_clarity::{percentile, ClusterShape, MonotaskTotals};
 use sleet_plan::SchedulerKind;
 use sleet_wire::{
     BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, RestartRecord,
@@ -127,8 +127,7 @@ impl JobStats {
     /// A task's work: every monotask counts, a re-run's too, since it was really done. Its
     /// sample is kept only while its batch has not completed yet: a batch's samples are those
     /// of its first completion, as its figures are.
-    /// `monotasks` are the report's own, moved out of it.
-    pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats, monotasks: Vec<MonotaskRecord>) {
+    pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats) {
         if stats.retained {
             let held = HeldOutput { worker: report.worker, range: stats.source_range };
             self.surviving.record(report.task.stage, report.task.partition, report.task.batch, held);
@@ -142,11 +141,11 @@ impl JobStats {
                 );
             }
         }
-        for monotask in &monotasks {
+        for monotask in &report.monotasks {
             self.monotasks.add(monotask);
         }
         if !self.counted.contains(report.task.batch) {
-            self.samples.task(report, stats, monotasks);
+            self.samples.task(report, stats, &report.monotasks);
         }
     }
 
@@ -494,11 +493,11 @@ mod tests {
         assert_eq!(stats.progress(0).bottleneck, None, "no batch yet");
         // 90 ms of cpu on one core in a 100 ms interval: cpu-bound.
         let task = map_task(0, 90_000);
-        stats.add_task(&task, &TaskStats::default(), task.monotasks.clone());
+        stats.add_task(&task, &TaskStats::default());
         stats.push_batch(completed_at(0, 190_000), Some(1_000), 200);
         // Batch 0 again in a later attempt: neither its task nor its completion count.
         let task = map_task(0, 10_000);
-        stats.add_task(&task, &TaskStats::default(), task.monotasks.clone());
+        stats.add_task(&task, &TaskStats::default());
         stats.push_batch(completed_at(0, 110_000), Some(5), 300);
         assert_eq!(stats.progress(300).bottleneck.as_deref(), Some("cpu"));
         let samples = stats.summary(400).samples.expect("samples");
