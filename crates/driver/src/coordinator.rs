@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::{newest_manifest, output_dirs, read_manifests, OutputCommits};
 use crate::error::DriverError;
+use crate::event::{ClientId, DriverEvent};
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::job_state::{plan_resume, read_checkpoint, ResumePlan, SavedFigures, SavedJob, StateDir};
 use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
@@ -26,7 +27,7 @@ use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
 use crate::recovery::{plan_recovery, resume_source, skip_reused, with_replay, PlannedReuse};
-use crate::server::{accept_loop, ClientId, DriverEvent};
+use crate::server::accept_loop;
 use crate::watchers::Watchers;
 
 #[derive(Debug, Clone)]

@@ -15,11 +15,11 @@ use crate::batch_ledger::CompletedBatch;
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::OutputCommits;
 use crate::error::DriverError;
+use crate::event::{ClientId, DriverEvent};
 use crate::job_state::{StateDir, FIGURES_SAVE_INTERVAL_MS};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
-use crate::server::{ClientId, DriverEvent};
 use crate::watchers::Watchers;
 
 /// What the running job's scheduler is told by an event that concerns it.

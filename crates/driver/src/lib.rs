@@ -22,6 +22,7 @@ pub mod commits;
 pub mod coordinator;
 pub mod dir_lock;
 pub mod error;
+pub mod event;
 pub mod group;
 pub mod group_plan;
 pub mod group_size;
