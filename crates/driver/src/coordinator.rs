@@ -27,6 +27,7 @@ use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
 use crate::recovery::{plan_recovery, resume_source, skip_reused, with_replay, PlannedReuse};
+use crate::recovery_state::RecoveryState;
 use crate::server::accept_loop;
 use crate::watchers::Watchers;
 
@@ -385,6 +386,7 @@ impl Coordinator {
         let outputs = output_dirs(stages, job.settings.dead_letter_dir.as_deref());
         let mut session = JobSession {
             stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
+            recovery: RecoveryState::default(),
             checkpoints: Checkpoints::new(job.job, job.settings.checkpoint_interval_ms, stateful_partitions, store),
             commits: OutputCommits::new(job.job, outputs.clone()),
             pending_checkpoints: Vec::new(),
@@ -410,7 +412,7 @@ impl Coordinator {
             committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
             session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
             session.next_batch = plan.resume_batch;
-            session.stats.resumed(figures, restart);
+            session.resumed(figures, restart);
             attempt =
                 Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
             restore = plan.restore;
@@ -428,7 +430,7 @@ impl Coordinator {
             })?;
             // With the recovery or restart that led to this attempt.
             session.save_figures(now_ms())?;
-            let replay = session.stats.replay.replay_from(attempt.first_batch);
+            let replay = session.recovery.replay_from(attempt.first_batch);
             if let Some(last) = replay.iter().filter_map(|(_, ends)| ends.last().map(|(batch, _)| *batch)).max() {
                 eprintln!(
                     "sleet driver: job {}: attempt {} re-reads batches {}..={last} of {} Kafka partitions at the offsets they first read",
@@ -508,9 +510,9 @@ impl Coordinator {
                 &joined,
                 checkpoint.as_ref(),
                 session.next_batch,
-                &session.stats.surviving,
+                session.recovery.surviving(),
             );
-            session.stats.surviving.clear();
+            session.recovery.attempt_ended();
             let Some(plan) = plan else {
                 session.checkpoints.discard();
                 if let Err(commit_error) = session.commits.finish() {

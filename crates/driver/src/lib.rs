@@ -9,6 +9,7 @@
 //!  bsp:   per batch ─ LaunchTask × tasks ─▶ workers ─ Status ─▶ barrier ─▶ next stage
 //!         placement · barrier                                                 (all pure)
 //!  both:  Status ─▶ intake (failures, figures) ─▶ batch_ledger (batch records) ─▶ progress
+//!         intake ─▶ recovery_state (offsets to replay, outputs to reuse, until a checkpoint)
 //!         batch ends a checkpoint ─▶ checkpoints (snapshots + source positions, in the store)
 //!  heartbeats ─▶ liveness (timeout, fence) ─▶ WorkerLost ─▶ coordinator: recovery (pure plan)
 //!         ─▶ a new attempt on the survivors, from the latest checkpoint
@@ -35,6 +36,7 @@ pub mod membership;
 pub mod placement;
 pub mod progress;
 pub mod recovery;
+pub mod recovery_state;
 pub mod replay_log;
 pub mod samples;
 pub mod server;
