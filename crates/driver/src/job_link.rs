@@ -76,7 +76,7 @@ impl RunningJob {
 /// One attempt at running a job: the first, or the one that goes on after workers were lost.
 /// Every task, block and report of an attempt carries its id, so nothing of an earlier
 /// attempt can be mistaken for this one's.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
     /// The id on the wire.
     pub job: JobId,

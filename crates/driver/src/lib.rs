@@ -11,10 +11,12 @@
 //!  both:  Status ─▶ intake (failures, figures) ─▶ batch_ledger (batch records) ─▶ progress
 //!         intake ─▶ recovery_state (offsets to replay, outputs to reuse, until a checkpoint)
 //!         batch ends a checkpoint ─▶ checkpoints (snapshots + source positions, in the store)
-//!  heartbeats ─▶ liveness (timeout, fence) ─▶ WorkerLost ─▶ coordinator: recovery (pure plan)
-//!         ─▶ a new attempt on the survivors, from the latest checkpoint
+//!  heartbeats ─▶ liveness (timeout, fence) ─▶ WorkerLost ─▶ coordinator
+//!  attempt ends ─▶ attempt_end (pure: job over, or plan_next ─▶ recovery) ─▶ coordinator:
+//!         a new attempt on the survivors (and joined workers), from the latest checkpoint
 //! ```
 
+pub mod attempt_end;
 pub mod barrier;
 pub mod batch_ledger;
 pub mod bsp;
