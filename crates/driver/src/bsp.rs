@@ -18,7 +18,6 @@ use tokio::time::Instant;
 use crate::barrier::StageBarrier;
 use crate::batch_ledger::{BatchLedger, CompletedBatch, Taken};
 use crate::error::DriverError;
-use crate::intake::take_reports;
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::membership::EncodedMessage;
 
@@ -113,7 +112,7 @@ pub async fn run(
                 match link.next_event(deadline).await {
                     JobEvent::Status(status, decode_us) => {
                         let handling_started_us = now_us();
-                        let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
+                        let taken = session.take_reports(&status, attempt.job, |report, task_stats| {
                             let address = link.shuffle_address(report.worker).unwrap_or_default();
                             barrier.complete(report.task, task_stats, report.worker, address);
                             match ledger.report(report, task_stats) {
@@ -183,7 +182,7 @@ async fn finish_after_stop(
     while !barrier.is_done() {
         match link.next_event(deadline).await {
             JobEvent::Status(status, _) => {
-                let taken = take_reports(&status, attempt.job, &mut session.stats, |report, task_stats| {
+                let taken = session.take_reports(&status, attempt.job, |report, task_stats| {
                     barrier.complete(report.task, task_stats, report.worker, "")
                         && ledger.report(report, task_stats) != Taken::Ignored
                 });

@@ -10,23 +10,28 @@ use sleet_connectors::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, PhysicalPlan, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
-    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RebalanceRecord, RecoveryRecord, RestartRecord,
-    ReusedOutputs, WorkerId, WorkerToDriver,
+    DriverToClient, DriverToWorker, JobId, JobRegistration, JobSummary, RestartRecord, ReusedOutputs, WorkerId,
+    WorkerToDriver,
 };
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use crate::attempt_end::{
+    classify_end, client_outcome, plan_next, AttemptEnd, EndedAttempt, NextAttempt, PlacementChange,
+};
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::{newest_manifest, output_dirs, read_manifests, OutputCommits};
 use crate::error::DriverError;
+use crate::event::{ClientId, DriverEvent};
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::job_state::{plan_resume, read_checkpoint, ResumePlan, SavedFigures, SavedJob, StateDir};
 use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
-use crate::recovery::{plan_recovery, resume_source, skip_reused, with_replay, PlannedReuse};
-use crate::server::{accept_loop, ClientId, DriverEvent};
+use crate::recovery::{resume_source, skip_reused, with_replay, PlannedReuse};
+use crate::recovery_state::RecoveryState;
+use crate::server::accept_loop;
 use crate::watchers::Watchers;
 
 #[derive(Debug, Clone)]
@@ -141,18 +146,18 @@ fn prepare_resume(config: &DriverConfig, state: &StateDir, saved: SavedJob) -> R
     Ok(Resume { saved, physical, plan, figures, read_at_ms: now_ms() })
 }
 
-/// The one task that owns the driver's state; a running job's scheduler borrows it through
-/// a `JobLink`.
-/// Where an attempt's state and sources start: the checkpoint it restores, the output
-/// already committed, the offsets its re-run batches read before, the survivors' outputs
-/// it may take over (from the attempt it replaces).
-struct AttemptStart<'a> {
-    restore: Option<&'a CheckpointRecord>,
+/// An attempt about to start, and where its state and sources start: the checkpoint it
+/// restores, the output already committed, the survivors' outputs it may take over (from
+/// the attempt it replaces).
+struct AttemptStart {
+    attempt: Attempt,
+    restore: Option<CheckpointRecord>,
     output_committed_through: Option<u64>,
-    replay: &'a [(u32, Vec<(u64, i64)>)],
-    reuse: Option<&'a (JobId, Vec<PlannedReuse>)>,
+    reuse: Option<(JobId, Vec<PlannedReuse>)>,
 }
 
+/// The one task that owns the driver's state; a running job's scheduler borrows it through
+/// a `JobLink`.
 struct Coordinator {
     config: DriverConfig,
     membership: Membership,
@@ -332,17 +337,14 @@ impl Coordinator {
         if let Err(error) = self.state.clear() {
             eprintln!("sleet driver: {}", sleet_wire::error_chain(&error));
         }
-        let outcome = match result {
-            Ok(summary) => {
-                eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total);
-                DriverToClient::Finished(Box::new(summary))
+        let outcome = client_outcome(job, result);
+        match &outcome {
+            DriverToClient::Finished(summary) => {
+                eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total)
             }
-            Err(error) => {
-                let reason = sleet_wire::error_chain(&error);
-                eprintln!("sleet driver: job {job} failed: {reason}");
-                DriverToClient::Failed { job, reason }
-            }
-        };
+            DriverToClient::Failed { reason, .. } => eprintln!("sleet driver: job {job} failed: {reason}"),
+            _ => {}
+        }
         let _ = replies.send(outcome.clone()).await;
         self.last_outcome = Some((job, outcome));
     }
@@ -366,8 +368,8 @@ impl Coordinator {
         let _ = replies.send(answer).await;
     }
 
-    /// Runs a job's attempts: the first, and after each lost worker one that resumes from the
-    /// latest checkpoint on the survivors, until the job ends or no worker is left.
+    /// Runs a job's attempts: the first, and after each lost worker or handoff one that goes
+    /// on from the latest checkpoint, until the job ends or no worker is left.
     async fn run_attempts(
         &mut self,
         job: &RunningJob,
@@ -376,7 +378,32 @@ impl Coordinator {
         replies: &mpsc::Sender<DriverToClient>,
         resume: Option<TakeOver>,
     ) -> Result<JobSummary, DriverError> {
-        let name = job_file.plan.name.as_str();
+        let (mut session, mut start) = self.open_session(job, workers, resume)?;
+        loop {
+            self.start_attempt(job, job_file, &mut session, &start).await?;
+            let attempt = &start.attempt;
+            let mut link = self.link(job.job, job.client);
+            let result = match job.settings.scheduler {
+                SchedulerKind::Bsp => crate::bsp::run(&mut link, job, attempt, &mut session, replies).await,
+                SchedulerKind::Group => crate::group::run(&mut link, job, attempt, &mut session, replies).await,
+            };
+            let lost = match classify_end(result, session.handoff_after.is_some()) {
+                AttemptEnd::Over(result) => return self.finish_job(job, attempt, session, result).await,
+                AttemptEnd::Lost { worker, error } => Some((worker, error)),
+                AttemptEnd::Handoff => None,
+            };
+            start = self.next_attempt(job, attempt, &mut session, lost).await?;
+        }
+    }
+
+    /// The job's session and its first attempt: attempt 0 on `workers`, or the one that
+    /// takes over from a driver before this one.
+    fn open_session(
+        &self,
+        job: &RunningJob,
+        workers: Vec<WorkerId>,
+        resume: Option<TakeOver>,
+    ) -> Result<(JobSession, AttemptStart), DriverError> {
         let stages = &job.physical.stages;
         let stateful_partitions =
             stages.iter().filter(|stage| stage.is_stateful()).map(|stage| stage.partitions as usize).sum();
@@ -384,6 +411,7 @@ impl Coordinator {
         let outputs = output_dirs(stages, job.settings.dead_letter_dir.as_deref());
         let mut session = JobSession {
             stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
+            recovery: RecoveryState::default(),
             checkpoints: Checkpoints::new(job.job, job.settings.checkpoint_interval_ms, stateful_partitions, store),
             commits: OutputCommits::new(job.job, outputs.clone()),
             pending_checkpoints: Vec::new(),
@@ -395,205 +423,170 @@ impl Coordinator {
             state: self.state.clone(),
             figures_saved_at_ms: i64::MIN,
         };
-        let mut attempt =
+        let attempt =
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };
-        let mut restore: Option<CheckpointRecord> = None;
-        let mut committed: Option<u64> = None;
-        // What survivors of the attempt that ended hold and the next one may take over.
-        let mut reuse: Option<(JobId, Vec<PlannedReuse>)> = None;
-        if let Some(TakeOver { plan, figures, restart }) = resume {
-            // As after a lost worker, with every worker new: the resumed attempt restores the
-            // checkpoint, re-runs what came after it, and writes only past the manifest.
-            session.checkpoints.adopt(plan.restore.clone(), plan.attempt_jobs);
-            session.commits = OutputCommits::resumed(outputs, plan.manifest);
-            committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
-            session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
-            session.next_batch = plan.resume_batch;
-            session.stats.resumed(figures, restart);
-            attempt =
-                Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
-            restore = plan.restore;
-        }
-        loop {
-            // Before any worker hears of the attempt: a driver restarted from here numbers
-            // its attempt past this one, so it never writes into this attempt's files.
-            self.state.save(&SavedJob {
-                job: job.job,
-                job_file: job_file.clone(),
-                clock: job.clock,
-                attempt: attempt.number,
-                attempt_jobs: session.checkpoints.attempts().to_vec(),
-                next_job: self.next_job,
-            })?;
-            // With the recovery or restart that led to this attempt.
-            session.save_figures(now_ms())?;
-            let replay = session.stats.replay.replay_from(attempt.first_batch);
-            if let Some(last) = replay.iter().filter_map(|(_, ends)| ends.last().map(|(batch, _)| *batch)).max() {
-                eprintln!(
-                    "sleet driver: job {}: attempt {} re-reads batches {}..={last} of {} Kafka partitions at the offsets they first read",
-                    job.job,
-                    attempt.number,
-                    attempt.first_batch,
-                    replay.len()
-                );
-            }
-            let reused = self
-                .register_attempt(
-                    job,
-                    name,
-                    &attempt,
-                    AttemptStart {
-                        restore: restore.as_ref(),
-                        output_committed_through: committed,
-                        replay: &replay,
-                        reuse: reuse.take().as_ref(),
-                    },
-                )
-                .await;
-            if reused > 0 {
-                eprintln!(
-                    "sleet driver: job {}: survivors hand on {reused} source tasks' outputs instead of running them again",
-                    attempt.job
-                );
-            }
-            session.stats.reused_in_last_recovery(reused);
-            let mut link = self.link(job.job, job.client);
-            let result = match job.settings.scheduler {
-                SchedulerKind::Bsp => crate::bsp::run(&mut link, job, &attempt, &mut session, replies).await,
-                SchedulerKind::Group => crate::group::run(&mut link, job, &attempt, &mut session, replies).await,
-            };
-            let lost = match result {
-                Err(DriverError::WorkerLost { worker, name, pid, batch, reason }) => {
-                    Some((worker, DriverError::WorkerLost { worker, name, pid, batch, reason }))
-                }
-                Ok(()) if session.handoff_after.is_some() => None,
-                other => {
-                    self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
-                    let leaving = std::mem::take(&mut session.leaving);
-                    self.release(&leaving).await;
-                    session.checkpoints.discard();
-                    // After the workers flushed: what the last manifest admits is on disk.
-                    let finished = session.commits.finish().map_err(DriverError::Commit);
-                    session.stamp_commits();
-                    return other.and(finished).map(|()| session.stats.summary(now_ms()));
-                }
-            };
-            if let Some((worker, _)) = &lost {
-                // A loss found by a failed send leaves the worker a member; its closed
-                // connection then reports the same loss again, which must not be taken for a
-                // second one (a second recovery of the new attempt). Out of the membership, it
-                // is fenced as one lost by its connection is.
-                self.membership.leave(*worker);
-            }
-            let decided_at_ms = now_ms();
-            let checkpoint = session.checkpoints.latest().cloned();
-            // Joined workers still connected take partitions now, whether or not one was lost.
-            let joined: Vec<WorkerId> =
-                session.joined.drain(..).filter(|worker| self.membership.get(*worker).is_some()).collect();
-            // Workers that asked to leave go now, unless nobody would be left to take over.
-            let mut leaving: Vec<WorkerId> = std::mem::take(&mut session.leaving);
-            let remaining = attempt.placement.workers().iter().filter(|worker| !leaving.contains(worker)).count();
-            if remaining + joined.len() == 0 && lost.is_none() {
-                eprintln!(
-                    "sleet driver: workers {leaving:?} cannot all leave while the job runs; they leave when it ends"
-                );
-                session.leaving = std::mem::take(&mut leaving);
-            }
-            let mut lost_workers: Vec<WorkerId> = lost.iter().map(|(worker, _)| *worker).collect();
-            lost_workers.extend(&leaving);
-            let plan = plan_recovery(
-                &attempt.placement,
-                &lost_workers,
-                &joined,
-                checkpoint.as_ref(),
-                session.next_batch,
-                &session.stats.surviving,
-            );
-            session.stats.surviving.clear();
-            let Some(plan) = plan else {
-                session.checkpoints.discard();
-                if let Err(commit_error) = session.commits.finish() {
-                    eprintln!("sleet driver: job {}: {}", job.job, sleet_wire::error_chain(&commit_error));
-                }
-                let (_, error) = lost.expect("only a loss leaves no worker");
-                return Err(DriverError::NoWorkerLeft(Box::new(error)));
-            };
-            // Checkpoints wait for their output to be committed; the ended attempt's pending
-            // ones never will be.
-            session.pending_checkpoints.clear();
-            session.handoff_after = None;
-            committed = session.commits.start_attempt(attempt.number + 1).map_err(DriverError::Commit)?;
-            session.stamp_commits();
-            let from = checkpoint.as_ref().map_or("the start (no checkpoint yet)".to_string(), |c| {
-                format!("the checkpoint after batch {}", c.batch)
-            });
-            let moves: Vec<(u32, WorkerId)> = plan.moves.iter().map(|(partition, _, to)| (*partition, *to)).collect();
-            let cause = match &lost {
-                Some((_, error)) => sleet_wire::error_chain(error),
-                None => {
-                    let joined = (!joined.is_empty()).then(|| format!("workers {joined:?} joined"));
-                    let left = (!leaving.is_empty()).then(|| format!("workers {leaving:?} leave"));
-                    joined.into_iter().chain(left).collect::<Vec<_>>().join(" and ")
-                }
-            };
+        let Some(TakeOver { plan, figures, restart }) = resume else {
+            return Ok((session, AttemptStart { attempt, restore: None, output_committed_through: None, reuse: None }));
+        };
+        // As after a lost worker, with every worker new: the resumed attempt restores the
+        // checkpoint, re-runs what came after it, and writes only past the manifest.
+        session.checkpoints.adopt(plan.restore.clone(), plan.attempt_jobs);
+        session.commits = OutputCommits::resumed(outputs, plan.manifest);
+        let committed = session.commits.start_attempt(plan.attempt).map_err(DriverError::Commit)?;
+        session.checkpoints.resume(plan.attempt_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
+        session.next_batch = plan.resume_batch;
+        session.resumed(figures, restart);
+        let attempt =
+            Attempt { job: plan.attempt_job, number: plan.attempt, first_batch: plan.resume_batch, ..attempt };
+        let start = AttemptStart { attempt, restore: plan.restore, output_committed_through: committed, reuse: None };
+        Ok((session, start))
+    }
+
+    /// Saves where the job stands for a restarted driver, then registers the attempt with
+    /// its workers.
+    async fn start_attempt(
+        &mut self,
+        job: &RunningJob,
+        job_file: &JobFile,
+        session: &mut JobSession,
+        start: &AttemptStart,
+    ) -> Result<(), DriverError> {
+        let attempt = &start.attempt;
+        // Before any worker hears of the attempt: a driver restarted from here numbers
+        // its attempt past this one, so it never writes into this attempt's files.
+        self.state.save(&SavedJob {
+            job: job.job,
+            job_file: job_file.clone(),
+            clock: job.clock,
+            attempt: attempt.number,
+            attempt_jobs: session.checkpoints.attempts().to_vec(),
+            next_job: self.next_job,
+        })?;
+        // With the recovery or restart that led to this attempt.
+        session.save_figures(now_ms())?;
+        let replay = session.recovery.replay_from(attempt.first_batch);
+        if let Some(last) = replay.iter().filter_map(|(_, ends)| ends.last().map(|(batch, _)| *batch)).max() {
             eprintln!(
-                "sleet driver: job {}: {cause}; going on with workers {:?} from {from}, moving partitions {moves:?}, re-running batches {}..{}",
+                "sleet driver: job {}: attempt {} re-reads batches {}..={last} of {} Kafka partitions at the offsets they first read",
                 job.job,
-                plan.placement.workers(),
-                plan.rerun.start,
-                plan.rerun.end,
+                attempt.number,
+                attempt.first_batch,
+                replay.len()
             );
-            if lost.is_some() {
-                // Survivors drop the failed attempt's tasks, state and blocks, but keep the map
-                // outputs the next attempt may take over; its late messages carry an id
-                // nothing waits for any more.
-                for survivor in attempt.placement.workers() {
-                    if let Some(handle) = self.membership.get(*survivor) {
-                        let _ = handle.send(&DriverToWorker::EndJob { job: attempt.job, keep_map_outputs: true }).await;
-                    }
-                }
-                reuse = Some((attempt.job, plan.reuse.clone()));
-            } else {
-                // The attempt ended whole at its checkpoint: its workers flush and let go.
-                self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
-                self.release(&leaving).await;
-            }
-            match lost {
-                Some((worker, error)) => session.stats.recovered(RecoveryRecord {
-                    lost_worker: worker,
-                    reason: sleet_wire::error_chain(&error),
-                    detected_at_ms: decided_at_ms,
-                    checkpoint_batch: checkpoint.as_ref().map(|c| c.batch),
-                    resume_batch: plan.resume_batch,
-                    rerun_batches: plan.rerun.end - plan.rerun.start,
-                    // Counted once the next attempt is registered: what it could take over.
-                    reused_map_tasks: 0,
-                    moves: plan.moves.clone(),
-                    workers: plan.placement.workers().to_vec(),
-                    driver_restarts: 0,
-                }),
-                None => session.stats.rebalanced(RebalanceRecord {
-                    joined,
-                    left: leaving,
-                    at_ms: decided_at_ms,
-                    checkpoint_batch: checkpoint.as_ref().map_or(0, |c| c.batch),
-                    resume_batch: plan.resume_batch,
-                    rerun_batches: plan.rerun.end - plan.rerun.start,
-                    moves: plan.moves.clone(),
-                    workers: plan.placement.workers().to_vec(),
-                    driver_restarts: 0,
-                }),
-            }
-            session.checkpoints.resume(self.next_job, job.clock.end_ms(plan.resume_batch.max(1) - 1));
-            attempt = Attempt {
-                job: self.next_job,
-                number: attempt.number + 1,
-                placement: plan.placement,
-                first_batch: plan.resume_batch,
-            };
-            self.next_job += 1;
-            restore = checkpoint;
         }
+        let reused = self.register_attempt(job, &job_file.plan.name, start, &replay).await;
+        if reused > 0 {
+            eprintln!(
+                "sleet driver: job {}: survivors hand on {reused} source tasks' outputs instead of running them again",
+                attempt.job
+            );
+        }
+        session.stats.reused_in_last_recovery(reused);
+        Ok(())
+    }
+
+    /// The job is over (finished, stopped, or failed in a way no new attempt mends): its
+    /// workers flush and let go, and its output commits are sealed.
+    async fn finish_job(
+        &mut self,
+        job: &RunningJob,
+        attempt: &Attempt,
+        mut session: JobSession,
+        result: Result<(), DriverError>,
+    ) -> Result<JobSummary, DriverError> {
+        self.end_job(attempt.job, job.client, attempt.placement.workers()).await;
+        let leaving = std::mem::take(&mut session.leaving);
+        self.release(&leaving).await;
+        session.checkpoints.discard();
+        // After the workers flushed: what the last manifest admits is on disk.
+        let finished = session.commits.finish().map_err(DriverError::Commit);
+        session.stamp_commits();
+        result.and(finished).map(|()| session.stats.summary(now_ms()))
+    }
+
+    /// Goes on after `ended` stopped short of the job's end, with a worker `lost` or at a
+    /// handoff: `plan_next` decides the next attempt, and this carries it out.
+    async fn next_attempt(
+        &mut self,
+        job: &RunningJob,
+        ended: &Attempt,
+        session: &mut JobSession,
+        lost: Option<(WorkerId, DriverError)>,
+    ) -> Result<AttemptStart, DriverError> {
+        if let Some((worker, _)) = &lost {
+            // A loss found by a failed send leaves the worker a member; its closed
+            // connection then reports the same loss again, which must not be taken for a
+            // second one (a second recovery of the new attempt). Out of the membership, it
+            // is fenced as one lost by its connection is.
+            self.membership.leave(*worker);
+        }
+        let checkpoint = session.checkpoints.latest().cloned();
+        let next = plan_next(EndedAttempt {
+            attempt: ended,
+            lost: lost.as_ref().map(|(worker, error)| (*worker, sleet_wire::error_chain(error))),
+            // Joined workers still connected take partitions now, whether or not one was lost.
+            joined: session.joined.drain(..).filter(|worker| self.membership.get(*worker).is_some()).collect(),
+            leaving: std::mem::take(&mut session.leaving),
+            checkpoint: checkpoint.as_ref(),
+            next_batch: session.next_batch,
+            surviving: session.recovery.surviving(),
+            next_job: self.next_job,
+            decided_at_ms: now_ms(),
+        });
+        session.recovery.attempt_ended();
+        let Some(next) = next else {
+            session.checkpoints.discard();
+            if let Err(commit_error) = session.commits.finish() {
+                eprintln!("sleet driver: job {}: {}", job.job, sleet_wire::error_chain(&commit_error));
+            }
+            let (_, error) = lost.expect("only a loss leaves no worker");
+            return Err(DriverError::NoWorkerLeft(Box::new(error)));
+        };
+        let NextAttempt { attempt, plan, record, cause, keep_map_outputs, reuse, released, still_leaving } = next;
+        if !still_leaving.is_empty() {
+            eprintln!(
+                "sleet driver: workers {still_leaving:?} cannot all leave while the job runs; they leave when it ends"
+            );
+        }
+        session.leaving = still_leaving;
+        // Checkpoints wait for their output to be committed; the ended attempt's pending
+        // ones never will be.
+        session.pending_checkpoints.clear();
+        session.handoff_after = None;
+        let committed = session.commits.start_attempt(attempt.number).map_err(DriverError::Commit)?;
+        session.stamp_commits();
+        let from = checkpoint
+            .as_ref()
+            .map_or("the start (no checkpoint yet)".to_string(), |c| format!("the checkpoint after batch {}", c.batch));
+        let moves: Vec<(u32, WorkerId)> = plan.moves.iter().map(|(partition, _, to)| (*partition, *to)).collect();
+        eprintln!(
+            "sleet driver: job {}: {cause}; going on with workers {:?} from {from}, moving partitions {moves:?}, re-running batches {}..{}",
+            job.job,
+            attempt.placement.workers(),
+            plan.rerun.start,
+            plan.rerun.end,
+        );
+        if keep_map_outputs {
+            // Survivors drop the failed attempt's tasks, state and blocks, but keep the map
+            // outputs the next attempt may take over; its late messages carry an id
+            // nothing waits for any more.
+            for survivor in ended.placement.workers() {
+                if let Some(handle) = self.membership.get(*survivor) {
+                    let _ = handle.send(&DriverToWorker::EndJob { job: ended.job, keep_map_outputs: true }).await;
+                }
+            }
+        } else {
+            // The attempt ended whole at its checkpoint: its workers flush and let go.
+            self.end_job(ended.job, job.client, ended.placement.workers()).await;
+            self.release(&released).await;
+        }
+        match record {
+            PlacementChange::Recovered(recovery) => session.stats.recovered(recovery),
+            PlacementChange::Rebalanced(rebalance) => session.stats.rebalanced(rebalance),
+        }
+        session.checkpoints.resume(attempt.job, job.clock.end_ms(attempt.first_batch.max(1) - 1));
+        self.next_job += 1;
+        Ok(AttemptStart { attempt, restore: checkpoint, output_committed_through: committed, reuse })
     }
 
     /// Tells every worker of the attempt its stage plans, and where to restore state from;
@@ -602,10 +595,10 @@ impl Coordinator {
         &mut self,
         job: &RunningJob,
         name: &str,
-        attempt: &Attempt,
-        start: AttemptStart<'_>,
+        start: &AttemptStart,
+        replay: &[(u32, Vec<(u64, i64)>)],
     ) -> u64 {
-        let AttemptStart { restore, output_committed_through, replay, reuse } = start;
+        let AttemptStart { attempt, restore, output_committed_through, reuse } = start;
         let mut stages = job.physical.stages.clone();
         let mut reused_runs = Vec::new();
         for stage in &mut stages {
@@ -631,9 +624,10 @@ impl Coordinator {
             attempt: attempt.number,
             checkpoint_dir: (job.settings.checkpoint_interval_ms > 0)
                 .then(|| self.config.checkpoint_dir.to_string_lossy().into_owned()),
-            restore: restore.map(CheckpointRecord::restore_point),
-            output_committed_through,
+            restore: restore.as_ref().map(CheckpointRecord::restore_point),
+            output_committed_through: *output_committed_through,
             reuse: reuse
+                .as_ref()
                 .filter(|_| !reused_runs.is_empty())
                 .map(|(from_job, _)| ReusedOutputs { from_job: *from_job, runs: reused_runs }),
         };

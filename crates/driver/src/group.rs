@@ -32,7 +32,6 @@ use crate::error::DriverError;
 use crate::group_plan::{compose_group, group_tasks, GroupSpec};
 use crate::group_size::GroupSizePolicy;
 use crate::group_tracker::{GroupCost, GroupTracker};
-use crate::intake::take_reports;
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::membership::EncodedMessage;
 
@@ -111,7 +110,7 @@ pub async fn run(
                 }
                 let mut batches = Vec::new();
                 let tracker = &mut scheduler.tracker;
-                let taken = take_reports(&status, attempt.job, &mut scheduler.session.stats, |report, task_stats| {
+                let taken = scheduler.session.take_reports(&status, attempt.job, |report, task_stats| {
                     tracker.report(report, task_stats, &mut batches)
                 });
                 if let Err(failure) = taken {

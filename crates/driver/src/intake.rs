@@ -9,14 +9,17 @@ use sleet_wire::{JobId, StatusBatch, TaskOutcome, TaskReport, TaskStats};
 
 use crate::job_link::TaskFailure;
 use crate::progress::JobStats;
+use crate::recovery_state::RecoveryState;
 
 /// Hands every successful report of attempt `job` to `accept`, which says whether the
 /// scheduler was waiting for it (a repeat, or a task past a stop, is not counted twice), and
-/// adds the accepted ones' work to `stats`. Stops at the first failure and returns it.
+/// adds the accepted ones' work to `stats` and what a recovery needs of them to `recovery`.
+/// Stops at the first failure and returns it.
 pub fn take_reports(
     status: &StatusBatch,
     job: JobId,
     stats: &mut JobStats,
+    recovery: &mut RecoveryState,
     mut accept: impl FnMut(&TaskReport, &TaskStats) -> bool,
 ) -> Result<(), TaskFailure> {
     for report in status.reports.iter().filter(|report| report.task.job == job) {
@@ -27,6 +30,7 @@ pub fn take_reports(
             }
         };
         if let (true, TaskOutcome::Succeeded(task_stats)) = (accepted, &report.outcome) {
+            recovery.task_succeeded(report, task_stats);
             stats.add_task(report, task_stats);
         }
     }
@@ -61,6 +65,7 @@ mod tests {
         let source = TaskStats {
             source_range: Some(SourceRange::Time { start_ms: 0, end_ms: 10 }),
             records_in: 5,
+            retained: true,
             ..TaskStats::default()
         };
         let status = StatusBatch {
@@ -74,13 +79,16 @@ mod tests {
             ],
         };
         let mut stats = JobStats::new(1, 0, SchedulerKind::Group);
+        let mut recovery = RecoveryState::default();
         let mut seen = Vec::new();
-        let failure = take_reports(&status, 1, &mut stats, |report, _| {
+        let failure = take_reports(&status, 1, &mut stats, &mut recovery, |report, _| {
             seen.push(report.task.partition);
             report.task.partition == 1
         })
         .expect_err("partition 2 failed");
         assert_eq!((failure.task.partition, failure.worker, failure.reason.as_str()), (2, 3, "disk full"));
         assert_eq!(seen, vec![0, 1], "nothing after the failure is taken, nothing of another attempt");
+        let kept: Vec<(StageId, u32)> = recovery.surviving().slots().collect();
+        assert_eq!(kept, vec![(StageId(0), 1)], "only the accepted report's kept output is known");
     }
 }

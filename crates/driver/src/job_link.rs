@@ -8,18 +8,23 @@ use std::time::Duration;
 use sleet_clarity::ClusterShape;
 use sleet_plan::PhysicalPlan;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::{DriverToClient, DriverToWorker, JobId, StatusBatch, TaskId, WorkerId, WorkerToDriver};
+use sleet_wire::{
+    DriverToClient, DriverToWorker, JobId, RestartRecord, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId,
+    WorkerToDriver,
+};
 use tokio::sync::mpsc;
 
 use crate::batch_ledger::CompletedBatch;
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::OutputCommits;
 use crate::error::DriverError;
-use crate::job_state::{StateDir, FIGURES_SAVE_INTERVAL_MS};
+use crate::event::{ClientId, DriverEvent};
+use crate::intake::take_reports;
+use crate::job_state::{SavedFigures, StateDir, FIGURES_SAVE_INTERVAL_MS, SAVED_REPLAY_ENTRIES_MAX};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
-use crate::server::{ClientId, DriverEvent};
+use crate::recovery_state::RecoveryState;
 use crate::watchers::Watchers;
 
 /// What the running job's scheduler is told by an event that concerns it.
@@ -71,7 +76,7 @@ impl RunningJob {
 /// One attempt at running a job: the first, or the one that goes on after workers were lost.
 /// Every task, block and report of an attempt carries its id, so nothing of an earlier
 /// attempt can be mistaken for this one's.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
     /// The id on the wire.
     pub job: JobId,
@@ -83,9 +88,10 @@ pub struct Attempt {
 }
 
 /// What lasts across the attempts of one job: its figures, its checkpoints, its output
-/// commits, its recoveries.
+/// commits, what a recovery re-reads and reuses.
 pub struct JobSession {
     pub stats: JobStats,
+    pub recovery: RecoveryState,
     pub checkpoints: Checkpoints,
     pub commits: OutputCommits,
     /// Complete checkpoints waiting for every batch up to theirs to be committed: a recovery
@@ -133,6 +139,17 @@ impl JobSession {
         self.checkpoints.enabled()
     }
 
+    /// `intake::take_reports` into this session's figures and recovery state, the one place
+    /// that hands a status to both.
+    pub fn take_reports(
+        &mut self,
+        status: &StatusBatch,
+        attempt_job: JobId,
+        accept: impl FnMut(&TaskReport, &TaskStats) -> bool,
+    ) -> Result<(), TaskFailure> {
+        take_reports(status, attempt_job, &mut self.stats, &mut self.recovery, accept)
+    }
+
     /// A batch is done: its output counts, it may commit output and complete a checkpoint.
     pub fn batch_completed(
         &mut self,
@@ -156,8 +173,7 @@ impl JobSession {
             self.commits.publish_if_behind().map_err(DriverError::Commit)?;
             self.save_figures(now_ms)?;
             for checkpoint in self.pending_checkpoints.drain(..ready) {
-                self.stats.replay.forget_through(checkpoint.batch);
-                self.stats.surviving.forget_through(checkpoint.batch);
+                self.recovery.checkpoint_recorded(checkpoint.batch);
                 self.untold_checkpoint = Some(checkpoint.batch);
                 self.checkpoints.record(checkpoint).map_err(DriverError::Checkpoint)?;
             }
@@ -184,7 +200,18 @@ impl JobSession {
     /// behind the source reports (which arrive before the batches' sink writes finish).
     pub fn save_figures(&mut self, now_ms: i64) -> Result<(), DriverError> {
         self.figures_saved_at_ms = now_ms;
-        self.state.save_figures(&self.stats.figures())
+        let figures =
+            SavedFigures { replay: self.recovery.saved_replay(SAVED_REPLAY_ENTRIES_MAX), ..self.stats.figures() };
+        self.state.save_figures(&figures)
+    }
+
+    /// This driver took the job over after a restart (`restart`), from what the driver
+    /// before it saved, if anything: its figures and its replay log.
+    pub fn resumed(&mut self, saved: Option<SavedFigures>, restart: RestartRecord) {
+        if let Some(saved) = &saved {
+            self.recovery = RecoveryState::restored(&saved.replay, restart.checkpoint_batch);
+        }
+        self.stats.resumed(saved, restart);
     }
 }
 

@@ -9,11 +9,14 @@
 //!  bsp:   per batch ─ LaunchTask × tasks ─▶ workers ─ Status ─▶ barrier ─▶ next stage
 //!         placement · barrier                                                 (all pure)
 //!  both:  Status ─▶ intake (failures, figures) ─▶ batch_ledger (batch records) ─▶ progress
+//!         intake ─▶ recovery_state (offsets to replay, outputs to reuse, until a checkpoint)
 //!         batch ends a checkpoint ─▶ checkpoints (snapshots + source positions, in the store)
-//!  heartbeats ─▶ liveness (timeout, fence) ─▶ WorkerLost ─▶ coordinator: recovery (pure plan)
-//!         ─▶ a new attempt on the survivors, from the latest checkpoint
+//!  heartbeats ─▶ liveness (timeout, fence) ─▶ WorkerLost ─▶ coordinator
+//!  attempt ends ─▶ attempt_end (pure: job over, or plan_next ─▶ recovery) ─▶ coordinator:
+//!         a new attempt on the survivors (and joined workers), from the latest checkpoint
 //! ```
 
+pub mod attempt_end;
 pub mod barrier;
 pub mod batch_ledger;
 pub mod bsp;
@@ -22,6 +25,7 @@ pub mod commits;
 pub mod coordinator;
 pub mod dir_lock;
 pub mod error;
+pub mod event;
 pub mod group;
 pub mod group_plan;
 pub mod group_size;
@@ -34,6 +38,7 @@ pub mod membership;
 pub mod placement;
 pub mod progress;
 pub mod recovery;
+pub mod recovery_state;
 pub mod replay_log;
 pub mod samples;
 pub mod server;

@@ -18,7 +18,7 @@ use rustc_hash::FxHashMap as HashMap;
 use sleet_wire::WorkerId;
 use tokio::sync::{mpsc, Notify};
 
-use crate::server::DriverEvent;
+use crate::event::DriverEvent;
 
 #[derive(Debug, Clone, Copy)]
 pub struct HeartbeatSettings {

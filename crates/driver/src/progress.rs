@@ -1,6 +1,9 @@
 //! What the driver knows about a running job's output: totals, per-batch records, window
 //! latencies, monotask records and the performance model's samples, folded into progress
 //! reports (with the live bottleneck) and the final summary. Pure.
+//!
+//! Only figures: nothing here decides what a recovery re-reads or reuses (that is
+//! `recovery_state`'s), so every bound below may drop records without changing results.
 
 use std::collections::VecDeque;
 
@@ -12,10 +15,8 @@ use sleet_wire::{
 };
 
 use crate::batch_ledger::CompletedBatch;
-use crate::job_state::{SavedFigures, SAVED_REPLAY_ENTRIES_MAX};
-use crate::replay_log::ReplayLog;
+use crate::job_state::SavedFigures;
 use crate::samples::SampleLog;
-use crate::surviving_outputs::{HeldOutput, SurvivingOutputs};
 
 /// Progress reports cover the windows closed in this much recent time.
 const RECENT_LATENCY_SPAN_MS: i64 = 10_000;
@@ -76,10 +77,6 @@ pub struct JobStats {
     restarts: Vec<RestartRecord>,
     /// The model's input: the most recent batches' task and batch samples.
     samples: SampleLog,
-    /// The offsets each batch read since the latest checkpoint, for a recovery to replay.
-    pub replay: ReplayLog,
-    /// The source outputs workers keep since the latest checkpoint, for a recovery to reuse.
-    pub surviving: SurvivingOutputs,
 }
 
 /// A set of batch numbers that stays small over a long job: batches complete almost in
@@ -128,18 +125,8 @@ impl JobStats {
     /// sample is kept only while its batch has not completed yet: a batch's samples are those
     /// of its first completion, as its figures are.
     pub fn add_task(&mut self, report: &TaskReport, stats: &TaskStats) {
-        if stats.retained {
-            let held = HeldOutput { worker: report.worker, range: stats.source_range };
-            self.surviving.record(report.task.stage, report.task.partition, report.task.batch, held);
-        }
-        if let Some(range) = stats.source_range {
+        if stats.source_range.is_some() {
             self.source_waiting.clone_from(&stats.source_waiting);
-            if let Some(logged) = self.replay.record(report.task.partition, report.task.batch, range) {
-                eprintln!(
-                    "sleet driver: replay mismatch: batch {} of source partition {} re-read {range:?}, its first run ended at {logged}",
-                    report.task.batch, report.task.partition
-                );
-            }
         }
         for monotask in &report.monotasks {
             self.monotasks.add(monotask);
@@ -149,7 +136,8 @@ impl JobStats {
         }
     }
 
-    /// What the state directory keeps of these figures for a restarted driver.
+    /// What the state directory keeps of these figures for a restarted driver; the replay
+    /// log saved with them is `RecoveryState`'s (`JobSession::save_figures` adds it).
     pub fn figures(&self) -> SavedFigures {
         SavedFigures {
             batches_total: self.batches_total,
@@ -165,7 +153,7 @@ impl JobStats {
             recoveries: self.recoveries.clone(),
             rebalances: self.rebalances.clone(),
             restarts: self.restarts.clone(),
-            replay: self.replay.saved(SAVED_REPLAY_ENTRIES_MAX),
+            replay: Vec::new(),
         }
     }
 
@@ -174,7 +162,6 @@ impl JobStats {
     /// figures do not count (none saved, or saved by a driver that kept none) are
     /// `batches_before_restart`: they ran, and no figure here says what they did.
     pub fn resumed(&mut self, saved: Option<SavedFigures>, mut restart: RestartRecord) {
-        let checkpoint_batch = restart.checkpoint_batch;
         restart.figures_restored = saved.is_some();
         if let Some(saved) = saved {
             self.batches_total = saved.batches_total;
@@ -192,7 +179,6 @@ impl JobStats {
             self.recoveries = saved.recoveries;
             self.rebalances = saved.rebalances;
             self.restarts = saved.restarts;
-            self.replay = ReplayLog::restored(&saved.replay, checkpoint_batch);
         }
         self.batches_before_restart = restart.resume_batch.saturating_sub(self.counted.first_missing());
         restart.restart = self.restarts.len() as u32 + 1;

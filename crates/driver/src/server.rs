@@ -4,51 +4,17 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use sleet_plan::JobFile;
-use sleet_wire::{ClientRequest, Connection, DriverToClient, DriverToWorker, JobId, Role, WorkerId, WorkerToDriver};
+use sleet_wire::{ClientRequest, Connection, DriverToClient, DriverToWorker, Role, WorkerId, WorkerToDriver};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
+use crate::event::{ClientId, DriverEvent};
 use crate::liveness::{HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, WorkerHandle};
 
-pub type ClientId = u64;
-
 /// Bound on messages queued towards one connection.
 const OUTBOX_LEN_MAX: usize = 4096;
-
-#[derive(Debug)]
-pub enum DriverEvent {
-    WorkerJoined(WorkerHandle),
-    /// `decode_us`: what decoding the message cost the driver (part of its coordination time).
-    FromWorker {
-        worker: WorkerId,
-        message: WorkerToDriver,
-        decode_us: i64,
-    },
-    WorkerLost {
-        worker: WorkerId,
-        reason: String,
-    },
-    Submit {
-        client: ClientId,
-        job: Box<JobFile>,
-        replies: mpsc::Sender<DriverToClient>,
-    },
-    Stop {
-        job: JobId,
-    },
-    /// A client wants to follow `job` from now on.
-    Attach {
-        job: JobId,
-        replies: mpsc::Sender<DriverToClient>,
-    },
-    ClientGone {
-        client: ClientId,
-    },
-    Shutdown,
-}
 
 pub async fn accept_loop(
     listener: TcpListener,
