@@ -261,7 +261,10 @@ type Windows = BTreeMap<i64, FxHashMap<Box<[u8]>, Group>>;
 
 /// Groups the rows of `batch` into `windows`. Rows whose window ends at or before
 /// `drop_until` are late: skipped and counted. Returns (late rows, max event time seen).
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the operator lends its fields one by one so that its windows and its touched list are borrowed mutably at once"
+)]
 fn fold_batch(
     layout: &Layout,
     folds: &[Fold],

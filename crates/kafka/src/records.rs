@@ -152,12 +152,16 @@ impl BatchHeader {
         let i16_at = |at: usize| i16::from_be_bytes(batch[at..at + 2].try_into().expect("2 bytes"));
         let i32_at = |at: usize| i32::from_be_bytes(batch[at..at + 4].try_into().expect("4 bytes"));
         let i64_at = |at: usize| i64::from_be_bytes(batch[at..at + 8].try_into().expect("8 bytes"));
+        let count = i32_at(57);
+        if count < 0 {
+            return Err(format!("a record batch claims {count} records"));
+        }
         Ok(BatchHeader {
             attributes: i16_at(21),
             last_offset_delta: i32_at(23),
             base_timestamp: i64_at(27),
             producer_id: i64_at(43),
-            count: i32_at(57),
+            count,
         })
     }
 }

@@ -113,7 +113,7 @@ impl From<bool> for Scalar {
 // operator traits (which would evaluate) are deliberately not implemented.
 macro_rules! binary_builder {
     ($($name:ident => $op:ident),* $(,)?) => {
-        #[allow(clippy::should_implement_trait)]
+        #[allow(clippy::should_implement_trait, reason = "they build expressions; the operator traits would evaluate")]
         impl Expr {
             $(pub fn $name(self, right: Expr) -> Expr {
                 Expr::Binary { op: BinaryOp::$op, left: Box::new(self), right: Box::new(right) }
@@ -129,7 +129,7 @@ binary_builder!(
 );
 
 impl Expr {
-    #[allow(clippy::should_implement_trait)]
+    #[allow(clippy::should_implement_trait, reason = "they build expressions; the operator traits would evaluate")]
     pub fn not(self) -> Expr {
         Expr::Not(Box::new(self))
     }

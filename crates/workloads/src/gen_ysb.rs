@@ -197,7 +197,10 @@ fn end_for_count(spec: &YsbSourceSpec, start: i64, count: u64) -> i64 {
     high
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a partition thread's whole input: a struct of it would be built and taken apart at the one call"
+)]
 fn produce_partition(
     producer: &mut Producer,
     spec: &YsbSourceSpec,

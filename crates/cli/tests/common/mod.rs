@@ -2,7 +2,7 @@
 //! and the benchmarks' (crates/bench/tests, which include this file): run the real `sleet`
 //! and `sleet-bench` binaries with a time bound, signal them, read what they print.
 
-#![allow(dead_code)]
+#![allow(dead_code, reason = "two test crates include this harness, and each uses only part of it")]
 
 pub mod kafka;
 pub mod recovery;

@@ -106,6 +106,23 @@ fn a_record_count_past_the_batch_is_an_error_not_an_abort() {
     }
 }
 
+/// A negative count cannot describe records; read as "none", it would skip the batch's records
+/// and move past their offsets as if they had been read.
+#[test]
+fn a_negative_record_count_is_an_error_not_an_empty_batch() {
+    let mut data = encode(&values(0..10), Compression::None);
+    data[57..61].copy_from_slice(&(-3i32).to_be_bytes());
+    let crc = crc32c::crc32c(&data[21..]);
+    data[17..21].copy_from_slice(&crc.to_be_bytes());
+    let mut emitted = 0;
+    let mut scratch = Vec::new();
+    let error =
+        parse_batches(&data, 0, i64::MAX, &mut AbortedTransactions::default(), &mut scratch, &mut |_| emitted += 1)
+            .expect_err("a negative record count");
+    assert!(error.contains("-3"), "{error}");
+    assert_eq!(emitted, 0);
+}
+
 /// `data` with its first batch's base offset and last offset delta replaced, CRC fixed.
 fn with_offsets(mut data: Vec<u8>, base_offset: i64, last_offset_delta: i32) -> Vec<u8> {
     data[0..8].copy_from_slice(&base_offset.to_be_bytes());

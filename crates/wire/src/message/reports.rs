@@ -24,9 +24,10 @@ pub struct TaskReport {
     pub finished_at_us: i64,
 }
 
-// Nearly every outcome is a success: boxing its stats would add an allocation per task on
-// the worker's hot path to shrink the rare failure.
-#[allow(clippy::large_enum_variant)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "nearly every outcome is a success: boxing its stats would add an allocation per task on the worker's hot path to shrink the rare failure"
+)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskOutcome {
