@@ -17,8 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Resource;
 use crate::sample::RunSamples;
+use sleet_monotask::Resource;
 
 /// The slowest all-busy core speed the model takes at face value; a calibration below it
 /// measured something other than the cores (a host swapping, another job's burst).
@@ -113,7 +113,7 @@ impl HostCapacity {
 mod tests {
     use super::*;
     use crate::model::tests::{batch, monotask, shape, task};
-    use crate::record::MonotaskKind;
+    use sleet_monotask::MonotaskKind;
 
     fn host(cores: u32, busy_cores: f64, all_busy_core_speed: f64) -> HostCapacity {
         HostCapacity { cores, busy_cores, all_busy_core_speed, link_bytes_per_s: None, map_task_fixed: None }

@@ -18,8 +18,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{MonotaskKind, MonotaskRecord, Resource};
 use crate::sample::{merged, overlap_us, union_us, BatchSample, ClusterShape, RunSamples};
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 
 const KINDS: usize = MonotaskKind::ALL.len();
 const RESOURCES: usize = Resource::ALL.len();

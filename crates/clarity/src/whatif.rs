@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ClarityError;
 use crate::host::MapTaskFixedCost;
 use crate::model::{model_of, terms, Bottleneck, JobTerms, Throughputs};
-use crate::record::{MonotaskKind, Resource};
 use crate::sample::RunSamples;
+use sleet_monotask::{MonotaskKind, Resource};
 
 /// One change to the run's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -585,9 +585,9 @@ pub(crate) mod tests {
     use super::*;
     use crate::host::HostCapacity;
     use crate::model::tests::two_stage_run;
-    use crate::record::MonotaskRecord;
     use crate::sample::{BatchSample, ClusterShape, TaskSample};
     use proptest::prelude::*;
+    use sleet_monotask::MonotaskRecord;
 
     fn check_parse(spec: &str, expected: Result<Vec<Scenario>, &str>) {
         let got = parse_scenarios(spec).map_err(|error| error.to_string());

@@ -13,8 +13,8 @@
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
+use sleet_monotask::Resource;
 use sleet_plan::{SourceRange, SourceSpec};
 
 use crate::error::ConnectorError;

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use sleet_clarity::EventWait;
 use sleet_exec::RawRecords;
+use sleet_monotask::EventWait;
 use sleet_plan::YsbSourceSpec;
 
 pub const CAMPAIGNS: usize = 100;

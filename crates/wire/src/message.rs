@@ -3,7 +3,7 @@
 //! id; no plan is re-sent.
 
 use serde::{Deserialize, Serialize};
-use sleet_clarity::MonotaskRecord;
+use sleet_monotask::MonotaskRecord;
 use sleet_plan::{JobFile, SourceRange, StageId, StagePlan};
 
 use crate::clock::BatchClock;
@@ -335,7 +335,7 @@ pub struct TaskStats {
     /// For a source task whose source knows its events' times: how long they waited for the
     /// batch to close (the first part of their end-to-end latency).
     #[serde(default)]
-    pub event_wait: Option<sleet_clarity::EventWait>,
+    pub event_wait: Option<sleet_monotask::EventWait>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -418,7 +418,7 @@ pub struct BatchRecord {
     /// Its events' wait for its close, summed over the source tasks that measured it; `None`
     /// when no source knew its events' times.
     #[serde(default)]
-    pub event_wait: Option<sleet_clarity::EventWait>,
+    pub event_wait: Option<sleet_monotask::EventWait>,
     pub dead_letters: u64,
     pub map_stage_ms: f64,
     pub reduce_stage_ms: f64,

@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
-use sleet_clarity::Resource;
+use sleet_monotask::Resource;
 
 use super::Sink;
 use crate::error::ConnectorError;
