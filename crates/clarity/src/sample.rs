@@ -1,9 +1,13 @@
 //! The model's input: plain data the driver already holds (task reports, batch and group
 //! records, the cluster's shape), and the interval arithmetic every analysis shares.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
+
+use crate::host::HostCapacity;
 
 /// One task as its worker reported it: one stage of one batch on one partition. Stage 0 is
 /// the map (source) stage; later stages reduce. Times are µs since the epoch, worker clock.
@@ -101,7 +105,7 @@ pub struct RunSamples {
     /// What the machine offered while the run was measured, when whoever ran it recorded
     /// that (the benchmarks do; the driver cannot see the host); `None` in older results.
     #[serde(default)]
-    pub host: Option<crate::host::HostCapacity>,
+    pub host: Option<HostCapacity>,
 }
 
 impl RunSamples {
@@ -127,6 +131,26 @@ impl RunSamples {
 
     fn records_kind(&self, kind: MonotaskKind) -> bool {
         self.tasks.iter().flat_map(|task| &task.monotasks).any(|monotask| monotask.kind == kind)
+    }
+
+    /// Batches the run's tasks cover; at least 1 so an empty run divides safely.
+    pub(crate) fn batch_count(&self) -> f64 {
+        let batches: BTreeSet<u64> = self.tasks.iter().map(|task| task.batch).collect();
+        batches.len().max(1) as f64
+    }
+
+    /// The busy cores of `host` that were not the job's cpu monotasks: the driver, the
+    /// benchmark, the workers' network and bookkeeping threads, anything else on the
+    /// machine. The job's part is its cpu monotasks' run time per batch over the batch
+    /// interval (one batch per interval in a run that keeps up).
+    pub(crate) fn other_cores(&self, host: &HostCapacity) -> f64 {
+        let interval_us = self.shape.interval_us();
+        if interval_us <= 0.0 {
+            return 0.0;
+        }
+        let cpu_us: i64 =
+            self.tasks.iter().flat_map(|task| task.monotasks_on(Resource::Cpu)).map(|m| m.run_us().max(0)).sum();
+        host.other_cores_beside(cpu_us as f64 / self.batch_count() / interval_us)
     }
 }
 
@@ -184,6 +208,62 @@ mod tests {
         assert_eq!(overlap_us((0, 10), (5, 20)), 5);
         assert_eq!(overlap_us((0, 10), (10, 20)), 0);
         assert_eq!(overlap_us((3, 4), (0, 20)), 1);
+    }
+
+    #[test]
+    fn other_load_is_the_host_busy_time_the_job_did_not_use() {
+        // One 100 ms batch with 30 ms of cpu monotasks (20 map + 10 reduce) and a 5 ms
+        // fetch: the job kept 0.3 cores busy; the host 0.45: other load 0.15.
+        let monotask = |kind, resource, [started, finished]: [i64; 2]| MonotaskRecord {
+            kind,
+            resource,
+            bytes: 0,
+            queued_at_us: started,
+            started_at_us: started,
+            finished_at_us: finished,
+        };
+        let task = |stage, monotasks: Vec<MonotaskRecord>| TaskSample {
+            stage,
+            partition: 0,
+            batch: 0,
+            worker: 0,
+            started_at_us: monotasks[0].started_at_us,
+            finished_at_us: monotasks[monotasks.len() - 1].finished_at_us,
+            records_in: 100,
+            monotasks,
+        };
+        let run = RunSamples {
+            shape: ClusterShape {
+                workers: 1,
+                cores_per_worker: 1,
+                batch_interval_ms: 100,
+                net_bytes_per_s: None,
+                disk_bytes_per_s: None,
+            },
+            batches: vec![],
+            tasks: vec![
+                task(0, vec![monotask(MonotaskKind::MapCompute, Resource::Cpu, [0, 20_000])]),
+                task(
+                    1,
+                    vec![
+                        monotask(MonotaskKind::ShuffleFetch, Resource::Net, [20_000, 25_000]),
+                        monotask(MonotaskKind::ReduceCompute, Resource::Cpu, [25_000, 35_000]),
+                    ],
+                ),
+            ],
+            host: None,
+        };
+        let host = |busy_cores| HostCapacity {
+            cores: 2,
+            busy_cores,
+            all_busy_core_speed: 1.0,
+            link_bytes_per_s: None,
+            map_task_fixed: None,
+        };
+        let other = run.other_cores(&host(0.45));
+        assert!((other - 0.15).abs() < 1e-12, "{other}");
+        // A host reading below the job's own use is noise, not negative load.
+        assert_eq!(run.other_cores(&host(0.1)), 0.0);
     }
 
     #[test]
