@@ -7,6 +7,7 @@
 //!    │    └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
 //!    ├─ kafka_source::KafkaSource       a topic partition by offset range, prefetched, net
 //!    └─ file_source::FileSource         a JSON-lines file by byte range, disk
+//!  open::open_source(spec, partition) ──▶ the source above (the one module that knows them all)
 //!  resolve::resolve_source(spec)        partition counts looked up and checked at submission
 //!  table::load_table(TableSpec) ──▶ RecordBatch (broadcast to lookups)
 //!  worker ──rows──▶ sink::Sink: encode (cpu) ──▶ write (its resource)
@@ -28,6 +29,7 @@ pub mod generator;
 pub mod kafka_source;
 pub mod manifest;
 pub mod numbers;
+pub mod open;
 pub mod resolve;
 pub mod sink;
 pub mod source;
