@@ -119,7 +119,7 @@ fn ysb_is_exact_with_more_partitions_than_cores() {
     let (run, dir) = run_ysb("ysb_more_partitions", &["--partitions", "5", "--scheduler", "bsp"], 0.0);
     assert_exact(&run, &dir);
     assert_eq!(run.result["config"]["partitions"], 5);
-    let files = sleet_connectors::files::list_files(&dir.join("results"), "part-", "listing").expect("the sink files");
+    let files = sleet_durable::file::list_files(&dir.join("results"), "part-", "listing").expect("the sink files");
     assert_eq!(files.len(), 5, "one sink file per reduce partition");
     assert_figures_state_their_sample_counts(&run.result);
 }

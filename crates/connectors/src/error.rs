@@ -18,6 +18,9 @@ pub enum ConnectorError {
     /// A source or sink outside the process (Kafka, a file) cannot be used as the job says.
     #[error("{what}: {reason}")]
     External { what: String, reason: String },
+    /// Reading committed output or a file written whole; the error already names the file.
+    #[error(transparent)]
+    Durable(#[from] sleet_durable::DurableError),
 }
 
 impl ConnectorError {

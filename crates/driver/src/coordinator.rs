@@ -6,7 +6,7 @@ use std::time::Duration;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sleet_connectors::checkpoint_store::DirectoryStore;
+use sleet_durable::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, PhysicalPlan, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{

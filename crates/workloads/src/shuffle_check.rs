@@ -41,7 +41,7 @@ pub fn expected_totals(
 
 /// The final total per (key, window start) in the sink: the row of the highest batch.
 pub fn sink_totals(dir: &Path) -> Result<BTreeMap<(String, i64), i64>> {
-    let lines = sleet_connectors::files::read_json_lines(dir, "part-", "reading sink files")
+    let lines = sleet_durable::committed::read_json_lines(dir, "part-", "reading sink files")
         .with_context(|| format!("reading the shuffle results in {}", dir.display()))?;
     let mut last: BTreeMap<(String, i64), (i64, u64)> = BTreeMap::new();
     for line in lines {
