@@ -11,8 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{run_with_limit, sleet_bench, test_dir};
-use sleet_connectors::ysb::{event, event_range, ground_truth};
+use sleet_connectors::ysb::{event, event_range};
 use sleet_plan::YsbSourceSpec;
+use sleet_workloads::ysb_check::ground_truth;
 
 const RATE: u64 = 20_000;
 const DURATION_S: u64 = 30;

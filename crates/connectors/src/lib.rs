@@ -17,8 +17,8 @@
 //!  manifest says which rows count, and readers here trust only it (sleet_durable::committed)
 //! ```
 //!
-//! `ysb::ground_truth` and `numbers::expected_sums` compute from the generator functions
-//! directly, never through JSON or the engine's operators, so tests can compare against them.
+//! The generators here are what a job runs; the results they must give (their ground truth)
+//! are recomputed from the same functions in `sleet-workloads`, never through the engine.
 
 pub mod dead_letter;
 pub mod error;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use sleet_connectors::ysb::ground_truth;
 use sleet_plan::YsbSourceSpec;
+use sleet_workloads::ysb_check::ground_truth;
 
 use super::{run_with_limit, sleet, wait_with_limit};
 
