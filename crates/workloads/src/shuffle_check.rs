@@ -139,6 +139,7 @@ mod tests {
             let end_ms = start_ms + length_ms;
             let mut records = RawRecords::new();
             NumbersGenerator::new(&spec, partition).generate(start_ms, end_ms, &mut records);
+            prop_assert_eq!(records.len(), if length_ms > 0 { keys.min(numbers_per_batch) as usize } else { 0 });
             let parsed: BTreeMap<String, i64> = records
                 .iter()
                 .map(|record| {
