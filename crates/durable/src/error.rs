@@ -12,7 +12,7 @@ pub enum DurableError {
         #[source]
         source: std::io::Error,
     },
-    /// A file sleet reads back is not in the format it writes.
+    /// A file is not in the format its reader expects (one sleet wrote, or a user's table).
     #[error("{path}:{line}: {reason}")]
     Format { path: PathBuf, line: usize, reason: String },
     /// Output files with no commit manifest beside them: no sleet job committed them, and

@@ -22,7 +22,7 @@ pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
     lines
         .into_iter()
         .map(|sleet_durable::committed::JsonLine { path, line, value }| {
-            let format = |reason: String| ConnectorError::Format { path: path.clone(), line, reason };
+            let format = |reason: String| ConnectorError::format(path.clone(), line, reason);
             let int = |name: &str| value[name].as_i64().ok_or_else(|| format(format!("`{name}` is not an integer")));
             Ok(SinkRow {
                 window_start: int("window_start")?,
