@@ -19,7 +19,7 @@ use arrow_schema::{Field, Schema};
 use libfuzzer_sys::fuzz_target;
 // Links the allocation cap (see src/lib.rs).
 use sleet_fuzz as _;
-use sleet_wire::block_codec::{decode_block, encode_block, encode_block_into};
+use sleet_block::{decode_block, encode_block, encode_block_into};
 
 const ROWS_MAX: usize = 200;
 const COLUMNS_MAX: usize = 8;

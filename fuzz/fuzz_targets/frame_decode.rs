@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 // Links the allocation cap (see src/lib.rs).
 use sleet_fuzz as _;
-use sleet_wire::block_codec::{decode_block, encode_block};
+use sleet_block::{decode_block, encode_block};
 use sleet_wire::{
     handshake, read_frame, write_frame, ClientRequest, DriverToClient, DriverToWorker, FetchedBlock, FrameKind,
     PeerRequest, Role, WorkerToDriver, MAX_FRAME_BYTES,

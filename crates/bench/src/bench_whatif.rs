@@ -510,7 +510,7 @@ async fn rerun_slowed_pairs(
 
 /// The host check a `--save-runs` bench kept beside its runs; none if it predates the check.
 fn read_host_check(dir: &Path) -> Result<serde_json::Value> {
-    Ok(sleet_connectors::files::read_json_file(&dir.join(HOST_CHECK_FILE), "a kept host check")?
+    Ok(sleet_durable::file::read_json_file(&dir.join(HOST_CHECK_FILE), "a kept host check")?
         .unwrap_or(serde_json::Value::Null))
 }
 
@@ -550,7 +550,7 @@ fn save_run(path: &Path, flags: &[String], result: &serde_json::Value) -> Result
 /// A run `save_run` kept, refused when it ran with other flags than the scenario now asks
 /// for (the scenarios, or their order, changed since).
 fn load_run(path: &Path, flags: &[String]) -> Result<serde_json::Value> {
-    let kept: KeptRun = sleet_connectors::files::read_json_file(path, "a kept run")?
+    let kept: KeptRun = sleet_durable::file::read_json_file(path, "a kept run")?
         .with_context(|| format!("no kept run at {}", path.display()))?;
     anyhow::ensure!(
         kept.flags == flags,

@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 
 use anyhow::{Context, Result};
 use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask, Watches};
-use sleet_connectors::manifest::{read_manifest, MANIFEST_FILE};
+use sleet_durable::manifest::{read_manifest, MANIFEST_FILE};
 use sleet_wire::clock::now_us;
 
 /// What the watcher saw, µs since the epoch on this host's clock (the workers' and the
@@ -253,16 +253,16 @@ mod tests {
         append("part-1.jsonl", "{\"count\":1,\"batch\":0}\n");
         append("part-0.jsonl", "5,\"batch\":1}\n{\"count\":3,\"batch\":2}\n");
         reader.scan(200, false).expect("scan");
-        let manifest = sleet_connectors::manifest::CommitManifest {
+        let manifest = sleet_durable::manifest::CommitManifest {
             job: 1,
-            segments: vec![sleet_connectors::manifest::CommittedSegment {
+            segments: vec![sleet_durable::manifest::CommittedSegment {
                 attempt: 0,
                 first_batch: 0,
                 last_batch: Some(1),
             }],
             finished: false,
         };
-        sleet_connectors::manifest::write_manifest(&dir, &manifest).expect("manifest");
+        sleet_durable::manifest::write_manifest(&dir, &manifest).expect("manifest");
         reader.scan(300, true).expect("scan");
         let expected: BTreeMap<u64, i64> = [(0, 200), (1, 100), (2, 200)].into();
         assert_eq!(reader.sightings.rows_visible_at_us, expected, "batch 0 waits for part-1; a torn line counts once");

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{run_with_limit, sleet_bench, test_dir};
-use sleet_connectors::ysb::ground_truth;
 use sleet_plan::YsbSourceSpec;
+use sleet_workloads::ysb_check::ground_truth;
 
 const RATE: u64 = 20_000;
 const SEED: u64 = 11;

@@ -11,8 +11,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{run_with_limit, sleet_bench, test_dir};
-use sleet_connectors::ysb::{event, event_range, ground_truth};
+use sleet_connectors::ysb::{event, event_range};
 use sleet_plan::YsbSourceSpec;
+use sleet_workloads::ysb_check::ground_truth;
 
 const RATE: u64 = 20_000;
 const DURATION_S: u64 = 30;
@@ -119,7 +120,7 @@ fn ysb_is_exact_with_more_partitions_than_cores() {
     let (run, dir) = run_ysb("ysb_more_partitions", &["--partitions", "5", "--scheduler", "bsp"], 0.0);
     assert_exact(&run, &dir);
     assert_eq!(run.result["config"]["partitions"], 5);
-    let files = sleet_connectors::files::list_files(&dir.join("results"), "part-", "listing").expect("the sink files");
+    let files = sleet_durable::file::list_files(&dir.join("results"), "part-", "listing").expect("the sink files");
     assert_eq!(files.len(), 5, "one sink file per reduce partition");
     assert_figures_state_their_sample_counts(&run.result);
 }

@@ -14,9 +14,9 @@ use crate::blocked::{blocked, BlockerSpeedup};
 use crate::breakdown::{breakdowns, part_distributions, LatencyBreakdown, PartDistribution};
 use crate::model::{model, utilization, JobModel};
 use crate::percentile::percentile;
-use crate::record::Resource;
 use crate::sample::RunSamples;
 use crate::stragglers::{stragglers, Straggler};
+use sleet_monotask::Resource;
 
 /// Stragglers listed one by one (the slowest first); the counts cover all of them.
 pub const STRAGGLER_EXAMPLES_MAX: usize = 10;

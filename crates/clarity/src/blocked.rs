@@ -18,8 +18,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Resource;
 use crate::sample::{union_us, BatchSample, TaskSample};
+use sleet_monotask::Resource;
 
 /// What the analysis takes away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -127,8 +127,8 @@ fn stages_us(tasks: &[&TaskSample], without: Option<Resource>) -> i64 {
 mod tests {
     use super::*;
     use crate::model::tests::{batch, monotask, task};
-    use crate::record::MonotaskKind::*;
-    use crate::record::Resource::*;
+    use sleet_monotask::MonotaskKind::*;
+    use sleet_monotask::Resource::*;
 
     fn check(tasks: &[TaskSample], coordination_us: i64, simulated_us: i64, without: [i64; 3]) {
         let sample = batch(0, 0, 1_000_000, coordination_us);

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::percentile::Distribution;
-use crate::record::MonotaskKind;
 use crate::sample::{BatchSample, TaskSample};
+use sleet_monotask::MonotaskKind;
 
 /// The part of the critical path one stage owns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -205,10 +205,10 @@ pub fn part_distributions(breakdowns: &[LatencyBreakdown]) -> Vec<PartDistributi
 mod tests {
     use super::*;
     use crate::model::tests::monotask;
-    use crate::record::MonotaskKind::*;
-    use crate::record::MonotaskRecord;
-    use crate::record::Resource::*;
     use proptest::prelude::*;
+    use sleet_monotask::MonotaskKind::*;
+    use sleet_monotask::MonotaskRecord;
+    use sleet_monotask::Resource::*;
 
     fn task(stage: u32, partition: u32, span: (i64, i64), monotasks: Vec<MonotaskRecord>) -> TaskSample {
         TaskSample {

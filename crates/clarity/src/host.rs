@@ -17,9 +17,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Resource;
-use crate::sample::RunSamples;
-
 /// The slowest all-busy core speed the model takes at face value; a calibration below it
 /// measured something other than the cores (a host swapping, another job's burst).
 const CORE_SPEED_MIN: f64 = 0.05;
@@ -93,18 +90,10 @@ impl HostCapacity {
         sharing / self.core_speed(demand)
     }
 
-    /// The host's busy cores that were not the job's cpu monotasks: the driver, the
-    /// benchmark, the workers' network and bookkeeping threads, anything else on the
-    /// machine. The job's part is its cpu monotasks' run time per batch over the batch
-    /// interval (one batch per interval in a run that keeps up).
-    pub fn other_cores(&self, run: &RunSamples) -> f64 {
-        let interval_us = run.shape.interval_us();
-        if interval_us <= 0.0 {
-            return 0.0;
-        }
-        let cpu_us: i64 =
-            run.tasks.iter().flat_map(|task| task.monotasks_on(Resource::Cpu)).map(|m| m.run_us().max(0)).sum();
-        let job_cores = cpu_us as f64 / crate::model::batch_count(run) / interval_us;
+    /// The host's busy cores that were not the job's: `busy_cores` less the `job_cores` its
+    /// cpu monotasks kept busy (`RunSamples::other_cores` measures them). A host reading below
+    /// the job's own use is noise, not negative load.
+    pub fn other_cores_beside(&self, job_cores: f64) -> f64 {
         (self.busy_cores - job_cores).clamp(0.0, self.host_cores())
     }
 }
@@ -112,8 +101,6 @@ impl HostCapacity {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::tests::{batch, monotask, shape, task};
-    use crate::record::MonotaskKind;
 
     fn host(cores: u32, busy_cores: f64, all_busy_core_speed: f64) -> HostCapacity {
         HostCapacity { cores, busy_cores, all_busy_core_speed, link_bytes_per_s: None, map_task_fixed: None }
@@ -150,32 +137,5 @@ mod tests {
         check(host(2, 0.0, 0.8), 2.0, 0.5, 1.25 / 0.8);
         // One job core on one host core beside other load: it waits its turn.
         check(host(1, 0.0, 1.0), 1.0, 0.5, 1.5);
-    }
-
-    #[test]
-    fn other_load_is_the_host_busy_time_the_job_did_not_use() {
-        // One 100 ms batch with 30 ms of cpu monotasks (20 map + 10 reduce) and a 5 ms
-        // fetch: the job kept 0.3 cores busy; the host 0.45: other load 0.15.
-        let run = RunSamples {
-            shape: shape(1, 1, 100),
-            batches: vec![batch(0, 0, 40_000, 0)],
-            tasks: vec![
-                task(0, 0, 0, vec![monotask(MonotaskKind::MapCompute, Resource::Cpu, 0, [0, 0, 20_000])]),
-                task(
-                    1,
-                    0,
-                    0,
-                    vec![
-                        monotask(MonotaskKind::ShuffleFetch, Resource::Net, 10, [20_000, 20_000, 25_000]),
-                        monotask(MonotaskKind::ReduceCompute, Resource::Cpu, 0, [25_000, 25_000, 35_000]),
-                    ],
-                ),
-            ],
-            host: None,
-        };
-        let other = host(2, 0.45, 1.0).other_cores(&run);
-        assert!((other - 0.15).abs() < 1e-12, "{other}");
-        // A host reading below the job's own use is noise, not negative load.
-        assert_eq!(host(2, 0.1, 1.0).other_cores(&run), 0.0);
     }
 }

@@ -1,5 +1,5 @@
-//! Monotask records and the performance model built from them (`docs/design/performance-model.md`,
-//! issue 14).
+//! The performance model built from monotask records (`sleet-monotask` owns the records;
+//! `docs/design/performance-model.md`, issue 14).
 //!
 //! ```text
 //!  worker: cpu pool / net scheduler / disk scheduler
@@ -28,7 +28,6 @@ pub mod error;
 pub mod host;
 pub mod model;
 pub mod percentile;
-pub mod record;
 pub mod sample;
 pub mod stragglers;
 pub mod summary;
@@ -44,8 +43,9 @@ pub use model::{
     StageTerms, Throughputs, SOURCE_BOUND_SHARE,
 };
 pub use percentile::{percentile, Distribution};
-pub use record::{MonotaskKind, MonotaskRecord, Resource};
-pub use sample::{BatchSample, ClusterShape, EventWait, RunSamples, TaskSample};
+pub use sample::{BatchSample, ClusterShape, RunSamples, TaskSample};
+// The vocabulary the samples are made of, so that a reader of the model names it from one place.
+pub use sleet_monotask::{EventWait, MonotaskKind, MonotaskRecord, Resource};
 pub use stragglers::{
     stragglers, Straggler, StragglerCause, StragglerReport, STRAGGLER_DURATION_MIN_US, STRAGGLER_FACTOR,
 };

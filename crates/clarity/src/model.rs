@@ -13,13 +13,13 @@
 //! Every figure is per batch (the run's totals divided by its batches), so a model of a run
 //! compares with its batch interval directly.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{MonotaskKind, MonotaskRecord, Resource};
 use crate::sample::{merged, overlap_us, union_us, BatchSample, ClusterShape, RunSamples};
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 
 const KINDS: usize = MonotaskKind::ALL.len();
 const RESOURCES: usize = Resource::ALL.len();
@@ -182,16 +182,10 @@ fn derived_throughput(run: &RunSamples, resource: Resource) -> Option<f64> {
     (bytes > 0 && busy_us > 0).then(|| bytes as f64 / (busy_us as f64 / 1e6))
 }
 
-/// Batches the run's tasks cover; at least 1 so an empty run divides safely.
-pub(crate) fn batch_count(run: &RunSamples) -> f64 {
-    let batches: BTreeSet<u64> = run.tasks.iter().map(|task| task.batch).collect();
-    batches.len().max(1) as f64
-}
-
 /// The ideal µs per batch of each stage, kind and resource.
 pub fn terms(run: &RunSamples) -> JobTerms {
     let throughputs = throughputs(run);
-    let batches = batch_count(run);
+    let batches = run.batch_count();
     let mut raw: BTreeMap<u32, [[f64; RESOURCES]; KINDS]> = BTreeMap::new();
     for task in &run.tasks {
         let cells = raw.entry(task.stage).or_insert([[0.0; RESOURCES]; KINDS]);

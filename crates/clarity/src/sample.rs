@@ -1,9 +1,13 @@
 //! The model's input: plain data the driver already holds (task reports, batch and group
 //! records, the cluster's shape), and the interval arithmetic every analysis shares.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
-use crate::record::{MonotaskKind, MonotaskRecord, Resource};
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
+
+use crate::host::HostCapacity;
 
 /// One task as its worker reported it: one stage of one batch on one partition. Stage 0 is
 /// the map (source) stage; later stages reduce. Times are µs since the epoch, worker clock.
@@ -31,50 +35,6 @@ impl TaskSample {
 
     pub fn monotasks_on(&self, resource: Resource) -> impl Iterator<Item = &MonotaskRecord> {
         self.monotasks.iter().filter(move |monotask| monotask.resource == resource)
-    }
-}
-
-/// How long the events of a batch (or of one partition's share of it) waited for the batch
-/// to close: their count and the sum of (close − event time). A sum, not a mean, so that
-/// partitions merge exactly into the batch's events-weighted mean. Milliseconds, as event
-/// times are; the mean is taken in µs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventWait {
-    pub events: u64,
-    pub wait_sum_ms: i64,
-}
-
-impl EventWait {
-    /// `events` events of a batch closing at `close_ms` whose times add up to `time_sum_ms`,
-    /// summed with wrapping additions: the one addition per event a source's hot loop can
-    /// afford. The wait, events × close − Σ times, is computed modulo 2⁶⁴ too, which makes it
-    /// exact whenever the wait itself fits in an i64 (events × their largest wait: always),
-    /// though the sum of the times alone overflows past a few million events. An event read
-    /// after its batch closed (a late record) waits a negative time and is kept, so the mean
-    /// stays the mean over the events the batch actually held.
-    pub fn from_time_sum(close_ms: i64, events: u64, time_sum_ms: i64) -> EventWait {
-        EventWait { events, wait_sum_ms: (events as i64).wrapping_mul(close_ms).wrapping_sub(time_sum_ms) }
-    }
-
-    pub fn merge(self, other: EventWait) -> EventWait {
-        EventWait { events: self.events + other.events, wait_sum_ms: self.wait_sum_ms + other.wait_sum_ms }
-    }
-
-    /// The mean wait in µs, rounded to the nearest; `None` without events. Computed in
-    /// 128 bits: a backlog of millions of events read hours late overflows 64 once in µs.
-    pub fn mean_us(&self) -> Option<i64> {
-        if self.events == 0 {
-            return None;
-        }
-        let (sum_us, events) = (i128::from(self.wait_sum_ms) * 1000, i128::from(self.events));
-        let rounded = (2 * sum_us + sum_us.signum() * events) / (2 * events);
-        Some(i64::try_from(rounded).expect("a mean of i64 ms in µs fits in i64"))
-    }
-
-    /// The events-weighted mean over the parts that measured their events; `None` when none
-    /// did, so a source that knows no event times leaves the breakdown to its assumption.
-    pub fn mean_us_of(parts: impl IntoIterator<Item = EventWait>) -> Option<i64> {
-        parts.into_iter().reduce(EventWait::merge)?.mean_us()
     }
 }
 
@@ -145,7 +105,7 @@ pub struct RunSamples {
     /// What the machine offered while the run was measured, when whoever ran it recorded
     /// that (the benchmarks do; the driver cannot see the host); `None` in older results.
     #[serde(default)]
-    pub host: Option<crate::host::HostCapacity>,
+    pub host: Option<HostCapacity>,
 }
 
 impl RunSamples {
@@ -171,6 +131,26 @@ impl RunSamples {
 
     fn records_kind(&self, kind: MonotaskKind) -> bool {
         self.tasks.iter().flat_map(|task| &task.monotasks).any(|monotask| monotask.kind == kind)
+    }
+
+    /// Batches the run's tasks cover; at least 1 so an empty run divides safely.
+    pub(crate) fn batch_count(&self) -> f64 {
+        let batches: BTreeSet<u64> = self.tasks.iter().map(|task| task.batch).collect();
+        batches.len().max(1) as f64
+    }
+
+    /// The busy cores of `host` that were not the job's cpu monotasks: the driver, the
+    /// benchmark, the workers' network and bookkeeping threads, anything else on the
+    /// machine. The job's part is its cpu monotasks' run time per batch over the batch
+    /// interval (one batch per interval in a run that keeps up).
+    pub(crate) fn other_cores(&self, host: &HostCapacity) -> f64 {
+        let interval_us = self.shape.interval_us();
+        if interval_us <= 0.0 {
+            return 0.0;
+        }
+        let cpu_us: i64 =
+            self.tasks.iter().flat_map(|task| task.monotasks_on(Resource::Cpu)).map(|m| m.run_us().max(0)).sum();
+        host.other_cores_beside(cpu_us as f64 / self.batch_count() / interval_us)
     }
 }
 
@@ -230,49 +210,60 @@ mod tests {
         assert_eq!(overlap_us((3, 4), (0, 20)), 1);
     }
 
-    fn wait(events: u64, wait_sum_ms: i64) -> EventWait {
-        EventWait { events, wait_sum_ms }
-    }
-
     #[test]
-    fn event_waits_come_from_the_sum_of_times_and_merge_weighted_by_events() {
-        // A batch closing at 1 000 ms; partition 0 read events at 990, 995 and 999 ms.
-        let first = EventWait::from_time_sum(1_000, 3, 990 + 995 + 999);
-        assert_eq!(first, wait(3, 16));
-        assert_eq!(first.mean_us(), Some(5_333), "16 ms over 3 events, rounded to the µs");
-        // Partition 1 read one event at 902 ms: the batch's mean is (16 + 98) / 4 = 28.5 ms,
-        // not the mean of the two partitions' means (5.33 and 98).
-        let second = wait(1, 98);
-        assert_eq!(EventWait::mean_us_of([first, second]), Some(28_500));
-        assert_eq!(
-            EventWait::mean_us_of([first, EventWait::default()]),
-            Some(5_333),
-            "an empty partition adds nothing"
-        );
-        assert_eq!(EventWait::mean_us_of([]), None, "no source measured");
-        assert_eq!(EventWait::default().mean_us(), None, "no events");
-    }
-
-    #[test]
-    fn a_sum_of_times_that_wraps_still_gives_the_exact_wait() {
-        // Ten million events at 1.7e12 ms (2026) sum to 1.7e19, past i64::MAX: a source's
-        // wrapping sum is off by 2⁶⁴, and the wait is exact anyway. Each waits 40 ms.
-        let (close, events) = (1_700_000_000_040_i64, 10_000_000_u64);
-        let time_sum = (0..events).fold(0i64, |sum, _| sum.wrapping_add(close - 40));
-        assert!(i128::from(close - 40) * i128::from(events as i64) > i128::from(i64::MAX), "the sum does wrap");
-        let got = EventWait::from_time_sum(close, events, time_sum);
-        assert_eq!(got, wait(events, 400_000_000));
-        assert_eq!(got.mean_us(), Some(40_000));
-    }
-
-    #[test]
-    fn late_events_wait_negatively_and_rounding_is_symmetric() {
-        let late = EventWait::from_time_sum(1_000, 3, 1_003 + 1_000 + 1_000);
-        assert_eq!(late.mean_us(), Some(-1_000));
-        assert_eq!(wait(3, -2).mean_us(), Some(-667));
-        assert_eq!(wait(3, 2).mean_us(), Some(667));
-        assert_eq!(wait(2, 1).mean_us(), Some(500));
-        assert_eq!(wait(1, i64::MAX / 1000).mean_us(), Some(i64::MAX / 1000 * 1000), "no overflow in µs");
+    fn other_load_is_the_host_busy_time_the_job_did_not_use() {
+        // One 100 ms batch with 30 ms of cpu monotasks (20 map + 10 reduce) and a 5 ms
+        // fetch: the job kept 0.3 cores busy; the host 0.45: other load 0.15.
+        let monotask = |kind, resource, [started, finished]: [i64; 2]| MonotaskRecord {
+            kind,
+            resource,
+            bytes: 0,
+            queued_at_us: started,
+            started_at_us: started,
+            finished_at_us: finished,
+        };
+        let task = |stage, monotasks: Vec<MonotaskRecord>| TaskSample {
+            stage,
+            partition: 0,
+            batch: 0,
+            worker: 0,
+            started_at_us: monotasks[0].started_at_us,
+            finished_at_us: monotasks[monotasks.len() - 1].finished_at_us,
+            records_in: 100,
+            monotasks,
+        };
+        let run = RunSamples {
+            shape: ClusterShape {
+                workers: 1,
+                cores_per_worker: 1,
+                batch_interval_ms: 100,
+                net_bytes_per_s: None,
+                disk_bytes_per_s: None,
+            },
+            batches: vec![],
+            tasks: vec![
+                task(0, vec![monotask(MonotaskKind::MapCompute, Resource::Cpu, [0, 20_000])]),
+                task(
+                    1,
+                    vec![
+                        monotask(MonotaskKind::ShuffleFetch, Resource::Net, [20_000, 25_000]),
+                        monotask(MonotaskKind::ReduceCompute, Resource::Cpu, [25_000, 35_000]),
+                    ],
+                ),
+            ],
+            host: None,
+        };
+        let host = |busy_cores| HostCapacity {
+            cores: 2,
+            busy_cores,
+            all_busy_core_speed: 1.0,
+            link_bytes_per_s: None,
+            map_task_fixed: None,
+        };
+        let other = run.other_cores(&host(0.45));
+        assert!((other - 0.15).abs() < 1e-12, "{other}");
+        // A host reading below the job's own use is noise, not negative load.
+        assert_eq!(run.other_cores(&host(0.1)), 0.0);
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::Resource;
 use crate::sample::{median, union_us, TaskSample};
+use sleet_monotask::Resource;
 
 /// A task is a straggler when it takes longer than this many times its stage's median.
 pub const STRAGGLER_FACTOR: f64 = 1.5;
@@ -201,8 +201,8 @@ fn slowest_resource(task: &TaskSample, peers: &Peers) -> Option<Resource> {
 mod tests {
     use super::*;
     use crate::model::tests::monotask;
-    use crate::record::MonotaskKind::*;
-    use crate::record::Resource::*;
+    use sleet_monotask::MonotaskKind::*;
+    use sleet_monotask::Resource::*;
 
     /// A stage-1 task on `partition`: a 1 MB fetch then 10 ms of reduce cpu, 100 records.
     fn normal(partition: u32) -> TaskSample {

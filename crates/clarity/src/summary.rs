@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::{MonotaskKind, MonotaskRecord, Resource};
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSummary {

@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ClarityError;
 use crate::host::MapTaskFixedCost;
 use crate::model::{model_of, terms, Bottleneck, JobTerms, Throughputs};
-use crate::record::{MonotaskKind, Resource};
 use crate::sample::RunSamples;
+use sleet_monotask::{MonotaskKind, Resource};
 
 /// One change to the run's configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -243,7 +243,7 @@ impl FixedWork {
 
     fn of(run: &RunSamples, terms: &JobTerms) -> FixedWork {
         let cost = run.host.and_then(|host| host.map_task_fixed).unwrap_or_default();
-        let batches = crate::model::batch_count(run);
+        let batches = run.batch_count();
         let cores = run.shape.cores();
         let cells = terms
             .stages
@@ -501,7 +501,7 @@ impl Changed {
             );
             return 1.0;
         };
-        let other = host.other_cores(run);
+        let other = run.other_cores(&host);
         let factor = host.cpu_time_factor(cores * k, other) / host.cpu_time_factor(cores, other);
         self.note(
             scenario,
@@ -568,7 +568,7 @@ fn shuffle_bytes_per_batch(run: &RunSamples, stage: u32) -> f64 {
         .filter(|monotask| monotask.kind == MonotaskKind::ShuffleFetch)
         .map(|monotask| monotask.bytes)
         .sum();
-    bytes as f64 / crate::model::batch_count(run)
+    bytes as f64 / run.batch_count()
 }
 
 fn combine_factor(on: bool, params: &WhatIfParams) -> f64 {
@@ -585,9 +585,9 @@ pub(crate) mod tests {
     use super::*;
     use crate::host::HostCapacity;
     use crate::model::tests::two_stage_run;
-    use crate::record::MonotaskRecord;
     use crate::sample::{BatchSample, ClusterShape, TaskSample};
     use proptest::prelude::*;
+    use sleet_monotask::MonotaskRecord;
 
     fn check_parse(spec: &str, expected: Result<Vec<Scenario>, &str>) {
         let got = parse_scenarios(spec).map_err(|error| error.to_string());

@@ -11,6 +11,7 @@
 //!  run_dir       the directory a local run writes to, cleared only if sleet wrote it
 //!  entry         the async runtime, Ctrl-C (interrupt) and exit codes of a sleet process
 //!  worker_limits the worker's resource-limit flags, passed on by a local cluster
+//!  connector_check  the connectors' submission check, handed to the driver (which links none)
 //!  memory        small pages only: the kernel's huge pages cost a growing heap its time
 //! ```
 //!
@@ -19,6 +20,7 @@
 pub mod clarity_report;
 pub mod client;
 pub mod cluster;
+pub mod connector_check;
 pub mod demo;
 pub mod entry;
 pub mod explain;

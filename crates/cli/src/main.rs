@@ -215,7 +215,8 @@ async fn run(command: Command) -> Result<ExitCode> {
                 checkpoint_dir,
                 state_dir,
             };
-            sleet_driver::run(config).await.context("driver failed")?;
+            let connectors = std::sync::Arc::new(sleet_cli::connector_check::ConnectorResolver);
+            sleet_driver::run(config, connectors).await.context("driver failed")?;
         }
         Command::Worker { driver, cores, listen, advertise, name, cpus, limits, driver_reconnect } => {
             arm_failpoints()?;

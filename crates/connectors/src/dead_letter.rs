@@ -18,7 +18,8 @@ pub struct DeadLetterWriter {
 impl DeadLetterWriter {
     pub fn create(dir: &Path, stage: u32, partition: u32, attempt: u32) -> Result<Self, ConnectorError> {
         fs::create_dir_all(dir).map_err(ConnectorError::io("creating dead-letter directory", dir))?;
-        let path = dir.join(crate::files::attempt_file_name(&format!("dead-letters-s{stage}-p{partition}"), attempt));
+        let path = dir
+            .join(sleet_durable::manifest::attempt_file_name(&format!("dead-letters-s{stage}-p{partition}"), attempt));
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -60,7 +61,7 @@ impl DeadLetterWriter {
 
 /// Every dead letter under `dir`, files in name order.
 pub fn read_dead_letters(dir: &Path) -> Result<Vec<serde_json::Value>, ConnectorError> {
-    let lines = crate::files::read_json_lines(dir, "dead-letters-", "reading dead-letter files")?;
+    let lines = sleet_durable::committed::read_json_lines(dir, "dead-letters-", "reading dead-letter files")?;
     Ok(lines.into_iter().map(|line| line.value).collect())
 }
 
@@ -78,7 +79,7 @@ mod tests {
         writer.write(8, 3, "record too large", &vec![b'a'; 5000], None).expect("write");
         writer.write(9, 3, "not UTF-8", b"\xff\xfe", None).expect("write");
         writer.flush().expect("flush");
-        crate::manifest::commit_first_attempt(&dir);
+        crate::commit_first_attempt(&dir);
         let letters = read_dead_letters(&dir).expect("read");
         assert_eq!(letters.len(), 3);
         assert_eq!(letters[0]["reason"], "field `x`: expected int64");

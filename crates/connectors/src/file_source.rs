@@ -12,8 +12,8 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
+use sleet_monotask::Resource;
 use sleet_plan::{FileSourceSpec, SourceRange};
 
 use crate::error::ConnectorError;

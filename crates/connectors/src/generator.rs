@@ -2,8 +2,8 @@
 //! without knowing the kinds.
 
 use arrow_array::RecordBatch;
-use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
+use sleet_monotask::Resource;
 use sleet_plan::SourceRange;
 
 use crate::error::ConnectorError;

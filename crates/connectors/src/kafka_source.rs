@@ -22,11 +22,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use sleet_clarity::{EventWait, Resource};
 use sleet_exec::RawRecords;
 use sleet_kafka::fetch::{FetchSettings, PartitionReader};
 use sleet_kafka::offsets::{OffsetQuery, READ_COMMITTED, READ_UNCOMMITTED};
 use sleet_kafka::KafkaError;
+use sleet_monotask::{EventWait, Resource};
 use sleet_plan::{EventTimeSource, KafkaSourceSpec, KafkaStart, SourceRange};
 
 use crate::error::ConnectorError;

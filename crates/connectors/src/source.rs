@@ -10,19 +10,12 @@
 //! on the scheduler of the resource it uses, so its monotask record is true: generating records is
 //! cpu work, reading Kafka is network, reading a file is disk.
 
-use std::sync::Arc;
-
 use arrow_array::RecordBatch;
-use sleet_clarity::Resource;
 use sleet_exec::RawRecords;
-use sleet_plan::{SourceRange, SourceSpec};
+use sleet_monotask::Resource;
+use sleet_plan::SourceRange;
 
 use crate::error::ConnectorError;
-use crate::file_source::FileSource;
-use crate::generator::Generator;
-use crate::kafka_source::KafkaSource;
-use crate::numbers::NumbersGenerator;
-use crate::ysb::YsbGenerator;
 
 /// One partition of a source.
 pub trait Source: Send + Sync {
@@ -52,15 +45,5 @@ pub trait Source: Send + Sync {
     /// What the source is waiting for, if anything (for the status line).
     fn waiting(&self) -> Option<String> {
         None
-    }
-}
-
-/// The partition `partition` of the source `spec` describes.
-pub fn open_source(spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
-    match spec {
-        SourceSpec::Ysb(ysb) => Arc::new(Generator::Ysb(YsbGenerator::new(ysb, partition))),
-        SourceSpec::Numbers(numbers) => Arc::new(Generator::Numbers(NumbersGenerator::new(numbers, partition))),
-        SourceSpec::Kafka(kafka) => Arc::new(KafkaSource::new(kafka, partition)),
-        SourceSpec::Files(files) => Arc::new(FileSource::new(files, partition)),
     }
 }

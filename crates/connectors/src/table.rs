@@ -30,11 +30,7 @@ pub fn load_csv(path: &Path, columns: &[String]) -> Result<RecordBatch, Connecto
     text.extend_from_slice(END_MARK.as_bytes());
     text.push(b'\n');
     let mut records = Records::new(&text, columns);
-    let format = |(line, reason): (u64, String)| ConnectorError::Format {
-        path: path.to_path_buf(),
-        line: line as usize,
-        reason,
-    };
+    let format = |(line, reason): (u64, String)| ConnectorError::format(path.to_path_buf(), line as usize, reason);
     let Some((line, header)) = records.next().map_err(format)? else {
         return Err(format((1, "the file is empty: expected a header".into())));
     };

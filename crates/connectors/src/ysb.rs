@@ -1,16 +1,15 @@
-//! The Yahoo Streaming Benchmark generator: a pure function of `(seed, partition, event index)`,
-//! the JSON layout of the original generator, and the ground truth counted from the same
-//! function without going through JSON.
+//! The Yahoo Streaming Benchmark generator: a pure function of `(seed, partition, event index)`
+//! in the JSON layout of the original generator. The ground truth its results are checked
+//! against is counted from the same function by `sleet_workloads::ysb_check`.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
-use sleet_clarity::EventWait;
 use sleet_exec::RawRecords;
+use sleet_monotask::EventWait;
 use sleet_plan::YsbSourceSpec;
 
 pub const CAMPAIGNS: usize = 100;
@@ -333,26 +332,6 @@ pub(crate) fn write_decimal(mut value: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&digits[position..]);
 }
 
-/// Good view events per (campaign id, window start) over all partitions in `[start, end)`,
-/// counted from `event()` directly so it shares no code with the engine's operators.
-pub fn ground_truth(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> BTreeMap<(String, i64), u64> {
-    let campaigns = Campaigns::new(spec.seed);
-    let mut counts: BTreeMap<(u32, i64), u64> = BTreeMap::new();
-    for partition in 0..spec.partitions {
-        for k in event_range(spec, partition, start_ms, end_ms) {
-            let event = event(spec, partition, k);
-            if event.bad.is_none() && event.event_type == EventType::View {
-                let window = event.event_time_ms.div_euclid(WINDOW_MS) * WINDOW_MS;
-                *counts.entry((campaigns.campaign_of(event.ad), window)).or_default() += 1;
-            }
-        }
-    }
-    counts
-        .into_iter()
-        .map(|((campaign, window), count)| ((campaigns.campaign_id(campaign).to_string(), window), count))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -516,31 +495,6 @@ mod tests {
         let views =
             event_range(&spec, 0, 0, 1_000).filter(|k| event(&spec, 0, *k).event_type == EventType::View).count();
         assert!((31_000..=35_700).contains(&views), "about a third are views: {views}");
-    }
-
-    #[test]
-    fn ground_truth_equals_a_count_over_parsed_json() {
-        let spec = spec(3_000, 3, 0.02);
-        let campaigns = Campaigns::new(spec.seed);
-        let campaign_of_ad: std::collections::HashMap<String, String> = (0..ADS)
-            .map(|ad| (campaigns.ad_id(ad).to_string(), campaigns.campaign_id(campaigns.campaign_of(ad)).to_string()))
-            .collect();
-        let (start, end) = (1_700_000_005_000, 1_700_000_027_000);
-        let mut counted: BTreeMap<(String, i64), u64> = BTreeMap::new();
-        for partition in 0..3 {
-            for record in generate(&spec, partition, start, end).iter() {
-                if record.len() > 4096 {
-                    continue;
-                }
-                let Ok(value) = serde_json::from_slice::<serde_json::Value>(record) else { continue };
-                let Ok(time) = value["event_time"].as_str().unwrap_or("").parse::<i64>() else { continue };
-                if value["event_type"] == "view" {
-                    let campaign = campaign_of_ad[value["ad_id"].as_str().expect("ad")].clone();
-                    *counted.entry((campaign, time.div_euclid(WINDOW_MS) * WINDOW_MS)).or_default() += 1;
-                }
-            }
-        }
-        assert_eq!(ground_truth(&spec, start, end), counted);
     }
 
     #[test]

@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use sleet_connectors::checkpoint_store::{snapshot_folder, CheckpointStore, DirectoryStore};
-use sleet_connectors::ConnectorError;
+use sleet_durable::checkpoint_store::{snapshot_folder, CheckpointStore, DirectoryStore};
+use sleet_durable::DurableError;
 use sleet_plan::SourceRange;
 use sleet_wire::clock::BatchClock;
 use sleet_wire::{JobId, PartitionSnapshot, RestorePoint};
@@ -128,7 +128,7 @@ impl Checkpoints {
 
     /// Makes `record` the latest checkpoint, durably, then drops the one before it. An
     /// older record than the latest (batches complete slightly out of order) is dropped.
-    pub fn record(&mut self, record: CheckpointRecord) -> Result<(), ConnectorError> {
+    pub fn record(&mut self, record: CheckpointRecord) -> Result<(), DurableError> {
         let Some(store) = &self.store else { return Ok(()) };
         if self.latest.as_ref().is_some_and(|latest| latest.batch >= record.batch) {
             return store.delete_all(&snapshot_folder(record.attempt_job, record.batch));

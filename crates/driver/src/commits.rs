@@ -13,11 +13,11 @@
 
 use std::path::PathBuf;
 
-use sleet_connectors::files::list_files;
-use sleet_connectors::manifest::{
+use sleet_durable::file::list_files;
+use sleet_durable::manifest::{
     read_manifest, remove_uncommitted_files, write_manifest, CommitManifest, CommittedSegment,
 };
-use sleet_connectors::ConnectorError;
+use sleet_durable::DurableError;
 use sleet_plan::{SinkSpec, StageOutput, StagePlan};
 use sleet_wire::JobId;
 
@@ -57,7 +57,7 @@ pub fn newest_manifest(manifests: impl IntoIterator<Item = CommitManifest>) -> O
 }
 
 /// The manifests on disk of a job's output directories.
-pub fn read_manifests(dirs: &[OutputDir]) -> Result<Vec<CommitManifest>, ConnectorError> {
+pub fn read_manifests(dirs: &[OutputDir]) -> Result<Vec<CommitManifest>, DurableError> {
     let mut manifests = Vec::new();
     for output in dirs {
         manifests.extend(read_manifest(&output.dir)?);
@@ -132,7 +132,7 @@ impl OutputCommits {
     }
 
     /// Publishes when the mark moved and the last publication is old enough.
-    pub fn publish_if_due(&mut self, now_ms: i64) -> Result<(), ConnectorError> {
+    pub fn publish_if_due(&mut self, now_ms: i64) -> Result<(), DurableError> {
         if self.mark() != self.published && now_ms.saturating_sub(self.last_publish_ms) >= PUBLISH_INTERVAL_MS {
             self.last_publish_ms = now_ms;
             self.publish()?;
@@ -144,14 +144,14 @@ impl OutputCommits {
     /// recorded only after this: a driver restarted from its state directory resumes after
     /// the checkpoint and writes only batches after the published mark, so the mark on disk
     /// must not lag the checkpoint.
-    pub fn publish_if_behind(&mut self) -> Result<(), ConnectorError> {
+    pub fn publish_if_behind(&mut self) -> Result<(), DurableError> {
         if self.mark() != self.published {
             self.publish()?;
         }
         Ok(())
     }
 
-    fn publish(&mut self) -> Result<(), ConnectorError> {
+    fn publish(&mut self) -> Result<(), DurableError> {
         let mark = self.mark();
         self.manifest.segments.last_mut().expect("a current segment").last_batch = mark;
         sleet_failpoint::hit("driver-before-manifest");
@@ -175,7 +175,7 @@ impl OutputCommits {
     /// A recovery: the failed attempt's segment is published as it stands and the next
     /// attempt's starts after it. Returns the last committed batch, whose output the new
     /// attempt must not write again.
-    pub fn start_attempt(&mut self, attempt: u32) -> Result<Option<u64>, ConnectorError> {
+    pub fn start_attempt(&mut self, attempt: u32) -> Result<Option<u64>, DurableError> {
         self.publish()?;
         let committed = self.committed_in_memory();
         let first_batch = committed.map_or(0, |batch| batch + 1);
@@ -187,7 +187,7 @@ impl OutputCommits {
 
     /// The job ended: the last segment is published for good (synced), and the files of
     /// attempts that committed nothing are removed.
-    pub fn finish(&mut self) -> Result<(), ConnectorError> {
+    pub fn finish(&mut self) -> Result<(), DurableError> {
         self.manifest.finished = true;
         self.publish()?;
         for output in &self.dirs {
@@ -246,7 +246,7 @@ mod tests {
             OutputDir { dir: root.join("dead"), prefix: "dead-letters-" },
         ];
         let mut commits = OutputCommits::new(9, dirs);
-        let read = |dir: &str| sleet_connectors::manifest::read_manifest(&root.join(dir)).expect("read");
+        let read = |dir: &str| sleet_durable::manifest::read_manifest(&root.join(dir)).expect("read");
         commits.completed(0);
         let before_us = sleet_wire::clock::now_us();
         commits.publish_if_due(1_000).expect("publish");

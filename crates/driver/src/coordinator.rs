@@ -6,7 +6,7 @@ use std::time::Duration;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use sleet_connectors::checkpoint_store::DirectoryStore;
+use sleet_durable::checkpoint_store::DirectoryStore;
 use sleet_plan::{plan_stages, JobFile, PhysicalPlan, SchedulerKind};
 use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
@@ -21,6 +21,7 @@ use crate::attempt_end::{
 };
 use crate::checkpoints::{CheckpointRecord, Checkpoints};
 use crate::commits::{newest_manifest, output_dirs, read_manifests, OutputCommits};
+use crate::connector_check::ConnectorCheck;
 use crate::error::DriverError;
 use crate::event::{ClientId, DriverEvent};
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
@@ -74,7 +75,8 @@ const END_JOB_WAIT: Duration = Duration::from_secs(10);
 const REGISTRATION_LEAD_MS: i64 = 300;
 
 /// Binds, prints `sleet driver listening on ADDR` on stdout, and serves until `Shutdown`.
-pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
+/// `connectors` checks each submitted job's source and sink before it is planned.
+pub async fn run(config: DriverConfig, connectors: Arc<dyn ConnectorCheck>) -> Result<(), DriverError> {
     let listener = TcpListener::bind(&config.listen).await?;
     let address = listener.local_addr()?;
     // Workers resolve the path themselves, from wherever they were started.
@@ -100,6 +102,7 @@ pub async fn run(config: DriverConfig) -> Result<(), DriverError> {
     tokio::spawn(accept_loop(listener, events_tx, liveness, config.heartbeats, incarnation));
     let coordinator = Coordinator {
         config,
+        connectors,
         membership: Membership::default(),
         events,
         next_job,
@@ -160,6 +163,7 @@ struct AttemptStart {
 /// a `JobLink`.
 struct Coordinator {
     config: DriverConfig,
+    connectors: Arc<dyn ConnectorCheck>,
     membership: Membership,
     events: mpsc::Receiver<DriverEvent>,
     next_job: JobId,
@@ -202,7 +206,7 @@ impl Coordinator {
     }
 
     async fn run_job(&mut self, client: ClientId, job_file: JobFile, replies: mpsc::Sender<DriverToClient>) {
-        let job_file = match check_outside_systems(job_file).await {
+        let job_file = match check_outside_systems(job_file, Arc::clone(&self.connectors)).await {
             Ok(job_file) => job_file,
             Err(reason) => {
                 eprintln!("sleet driver: refused a job: {reason}");
@@ -740,15 +744,15 @@ enum WorkersWaited {
 /// Looks up and checks the job's source and sink outside the process (Kafka metadata, files)
 /// before anything is planned or started: a missing topic or a changed partition count is
 /// refused here, by name.
-async fn check_outside_systems(mut job_file: JobFile) -> Result<JobFile, String> {
+async fn check_outside_systems(mut job_file: JobFile, connectors: Arc<dyn ConnectorCheck>) -> Result<JobFile, String> {
     tokio::task::spawn_blocking(move || {
         for node in &mut job_file.plan.nodes {
             match &mut node.operator {
                 sleet_plan::Operator::Source { spec } => {
-                    sleet_connectors::resolve::resolve_source(spec).map_err(|error| error.to_string())?
+                    connectors.check_source(spec).map_err(|error| error.to_string())?
                 }
                 sleet_plan::Operator::Sink { spec } => {
-                    sleet_connectors::resolve::resolve_sink(spec).map_err(|error| error.to_string())?
+                    connectors.check_sink(spec).map_err(|error| error.to_string())?
                 }
                 _ => {}
             }

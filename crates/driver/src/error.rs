@@ -18,9 +18,9 @@ pub enum DriverError {
     #[error("{0}; no worker is left to recover on")]
     NoWorkerLeft(Box<DriverError>),
     #[error("recording a checkpoint failed")]
-    Checkpoint(#[source] sleet_connectors::ConnectorError),
+    Checkpoint(#[source] sleet_durable::DurableError),
     #[error("publishing which output is committed failed")]
-    Commit(#[source] sleet_connectors::ConnectorError),
+    Commit(#[source] sleet_durable::DurableError),
     #[error("{task} failed on worker {worker}: {reason}")]
     TaskFailed { task: TaskId, worker: WorkerId, reason: String },
     #[error("{stage} of batch {batch} did not finish within {timeout_s} s; waiting on workers {workers:?}")]

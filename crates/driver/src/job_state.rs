@@ -1,6 +1,6 @@
 //! The driver's state directory: the running job as a restarted driver needs it to resume
 //! (`docs/design/recovery.md`, driver restart). Two files, each replaced whole
-//! (`files::replace_file`) and removed when the job ends: `job.json` at every attempt's start
+//! (`sleet_durable::file::replace_file`) and removed when the job ends: `job.json` at every attempt's start
 //! (synced), `figures.json` at every attempt's start, before every checkpoint record and at most
 //! every `FIGURES_SAVE_INTERVAL_MS` between (not synced, as the commit manifest).
 //!
@@ -24,8 +24,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use sleet_connectors::files::{read_json_file, replace_file, Durability};
-use sleet_connectors::manifest::{CommitManifest, CommittedSegment};
+use sleet_durable::file::{read_json_file, replace_file, Durability};
+use sleet_durable::manifest::{CommitManifest, CommittedSegment};
 use sleet_plan::JobFile;
 use sleet_wire::clock::BatchClock;
 use sleet_wire::{JobId, RebalanceRecord, RecoveryRecord, RestartRecord};

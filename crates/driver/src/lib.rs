@@ -1,4 +1,6 @@
-//! The driver: the single coordinator of a sleet cluster. It is never on the data path.
+//! The driver: the single coordinator of a sleet cluster. It is never on the data path, and
+//! links neither Arrow nor the Kafka client: it checks a job's connectors through the
+//! `ConnectorCheck` the binary gives it, and keeps its files through `sleet-durable`.
 //!
 //! ```text
 //!  clients / workers ──TCP──▶ server (frames → DriverEvent) ──▶ coordinator (owns state)
@@ -22,6 +24,7 @@ pub mod batch_ledger;
 pub mod bsp;
 pub mod checkpoints;
 pub mod commits;
+pub mod connector_check;
 pub mod coordinator;
 pub mod dir_lock;
 pub mod error;
@@ -45,6 +48,7 @@ pub mod server;
 pub mod surviving_outputs;
 pub mod watchers;
 
+pub use connector_check::ConnectorCheck;
 pub use coordinator::{run, DriverConfig};
 pub use error::DriverError;
 pub use liveness::HeartbeatSettings;

@@ -1,6 +1,6 @@
 //! Undecoded records as a source delivers them: one contiguous byte buffer plus offsets.
 
-use sleet_clarity::EventWait;
+use sleet_monotask::EventWait;
 
 /// Record `i` is `data[offsets[i]..offsets[i + 1]]`. One allocation per batch, not per record.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

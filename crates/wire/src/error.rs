@@ -23,9 +23,10 @@ pub enum WireError {
     },
     #[error("data block is malformed: {0}")]
     BadBlock(String),
-    /// A bug in the sender: plans name only the types a block carries.
+    /// A bug in the sender: plans name only the types a block carries. The type as Arrow
+    /// prints it (`sleet-block` encodes blocks; the wire itself links no Arrow).
     #[error("column {column:?} has type {data_type}, which a data block cannot carry")]
-    UnsupportedColumnType { column: String, data_type: arrow_schema::DataType },
+    UnsupportedColumnType { column: String, data_type: String },
     #[error("data block cannot carry {what} {length}: the limit is {limit}")]
     BlockTooLarge { what: &'static str, length: u64, limit: u64 },
     /// The socket failed; reconnecting may help.

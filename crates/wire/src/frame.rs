@@ -7,7 +7,7 @@
 //! Payloads come in two encodings. Messages between sleet processes are `Binary` (postcard:
 //! compact, and several times cheaper to encode and decode than JSON, which matters because
 //! a status message carries one report per task). Messages with clients are `Control` (JSON),
-//! whose job files users read and write. Data frames carry a binary header and a block (`block_codec`).
+//! whose job files users read and write. Data frames carry a binary header and a block (`sleet-block`).
 
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};

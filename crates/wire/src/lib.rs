@@ -11,9 +11,8 @@
 //! Every connection starts with a `Hello` each way (magic, protocol version, role); after
 //! that, frames are `[u32 length][u8 kind][payload]`. Client payloads are JSON (serde); driver,
 //! worker and peer payloads are binary (postcard); data payloads are a binary header followed
-//! by one block in the columnar format of `block_codec`.
+//! by one block in the columnar format of `sleet-block`.
 
-pub mod block_codec;
 pub mod clock;
 pub mod error;
 pub mod frame;

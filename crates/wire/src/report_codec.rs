@@ -14,7 +14,7 @@
 
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Serialize, Serializer};
-use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 
 use crate::frame::{encode_binary, encode_binary_onto};
 use crate::message::{GroupRegistered, JobId, StatusBatch, TaskId, TaskOutcome, TaskReport, WorkerId, WorkerToDriver};

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
-use sleet_connectors::checkpoint_store::{CheckpointStore, DirectoryStore};
 use sleet_connectors::dead_letter::DeadLetterWriter;
+use sleet_connectors::open::open_source;
 use sleet_connectors::sink::{open_sink, Sink, SinkContext};
-use sleet_connectors::source::{open_source, Source};
+use sleet_connectors::source::Source;
+use sleet_durable::checkpoint_store::{CheckpointStore, DirectoryStore};
 use sleet_exec::pipeline::StagePipeline;
 use sleet_plan::{PhysicalOp, SinkSpec, SourceSpec, StageId, StageInput, StagePlan, TableSpec};
 use sleet_wire::clock::{now_us, BatchClock};

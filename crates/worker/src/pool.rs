@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 
-use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 use tokio::sync::{oneshot, Semaphore};
 
 use sleet_wire::clock::now_us;

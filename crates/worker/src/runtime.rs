@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rustc_hash::FxHashMap as HashMap;
-use sleet_clarity::Resource;
+use sleet_monotask::Resource;
 use sleet_wire::clock::now_us;
 use sleet_wire::{
     BlocksAnnounced, Connection, DriverToWorker, EncodedReport, JobId, Role, TaskId, TaskOutcome, TaskReport,

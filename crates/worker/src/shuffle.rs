@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
-use sleet_wire::block_codec::{decode_block, encode_block};
+use sleet_block::{decode_block, encode_block};
 use sleet_wire::{BlockId, BlocksAnnounced, Connection, FetchedBlock, FrameKind, PeerRequest, Role};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;

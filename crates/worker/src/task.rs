@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
-use sleet_connectors::checkpoint_store::{snapshot_name, CheckpointStore};
 use sleet_connectors::sink::Sink;
 use sleet_connectors::source::Source;
+use sleet_durable::checkpoint_store::{snapshot_name, CheckpointStore};
 use sleet_exec::pipeline::{StageInputData, StageRunOutput};
 use sleet_exec::window::ClosedWindow;
 use sleet_exec::RawRecords;
+use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 use sleet_plan::{StageInput, StageOutput};
 use sleet_wire::clock::now_us;
 use sleet_wire::{

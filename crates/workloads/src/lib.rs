@@ -6,8 +6,8 @@
 //!  ysb_job        the Yahoo Streaming Benchmark query as a JobFile (YsbFlags → YsbOptions → job)
 //!  ysb_input      where a ysb job reads: the built-in generator, a Kafka topic, JSON-lines files
 //!  gen_ysb        the generator's events to a Kafka topic, the campaigns table to a CSV file
-//!  ysb_check      a ysb run's result rows against the ground truth; window latencies
-//!  shuffle_check  the number stream's (key, window) totals: expected, and read from the sink
+//!  ysb_check      a ysb run's ground truth, its result rows against it; window latencies
+//!  shuffle_check  the number stream's expected sums and (key, window) totals, and the sink's
 //!  scheduler_args the scheduler flags of every command that builds a job
 //!  duration_arg   `10ms`, `1s`, bare numbers in a flag's own unit
 //! ```

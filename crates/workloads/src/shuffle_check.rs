@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use sleet_connectors::numbers::expected_sums;
+use sleet_connectors::numbers::{number, partition_key_name};
 use sleet_plan::NumbersSourceSpec;
 use sleet_wire::clock::BatchClock;
 
@@ -16,6 +16,20 @@ pub struct ShuffleCheck {
     pub mismatches: usize,
     /// A few mismatches, spelled out.
     pub examples: Vec<String>,
+}
+
+/// Sum per key name of the batch `[start_ms, end_ms)` on `partition`, computed from `number()`
+/// directly so it shares no code with the JSON writer or the engine's operators.
+pub fn expected_sums(spec: &NumbersSourceSpec, partition: u32, start_ms: i64, end_ms: i64) -> BTreeMap<String, i64> {
+    let mut sums = BTreeMap::new();
+    if start_ms >= end_ms {
+        return sums;
+    }
+    for index in 0..spec.numbers_per_batch {
+        *sums.entry(partition_key_name(spec, partition, index % spec.keys)).or_default() +=
+            number(spec, partition, start_ms, index);
+    }
+    sums
 }
 
 /// The total per (key, window start) over `batches` batches of `clock`, every partition.
@@ -41,7 +55,7 @@ pub fn expected_totals(
 
 /// The final total per (key, window start) in the sink: the row of the highest batch.
 pub fn sink_totals(dir: &Path) -> Result<BTreeMap<(String, i64), i64>> {
-    let lines = sleet_connectors::files::read_json_lines(dir, "part-", "reading sink files")
+    let lines = sleet_durable::committed::read_json_lines(dir, "part-", "reading sink files")
         .with_context(|| format!("reading the shuffle results in {}", dir.display()))?;
     let mut last: BTreeMap<(String, i64), (i64, u64)> = BTreeMap::new();
     for line in lines {
@@ -86,6 +100,10 @@ pub fn compare(expected: &BTreeMap<(String, i64), i64>, actual: &BTreeMap<(Strin
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use sleet_connectors::numbers::NumbersGenerator;
+    use sleet_exec::RawRecords;
+
     use super::*;
 
     #[test]
@@ -105,5 +123,31 @@ mod tests {
         actual.insert(("k009".to_string(), 1000), 3);
         let check = compare(&totals, &actual);
         assert_eq!(check.mismatches, 2, "{:?}", check.examples);
+    }
+
+    proptest! {
+        #[test]
+        fn parsed_sums_equal_the_expected_sums(
+            seed in any::<u64>(),
+            partition in 0u32..8,
+            keys in 1u32..64,
+            numbers_per_batch in 1u32..5_000,
+            start_ms in -1_000i64..10_000_000_000_000,
+            length_ms in -10i64..100_000,
+        ) {
+            let spec = NumbersSourceSpec { seed, partitions: 8, numbers_per_batch, keys };
+            let end_ms = start_ms + length_ms;
+            let mut records = RawRecords::new();
+            NumbersGenerator::new(&spec, partition).generate(start_ms, end_ms, &mut records);
+            prop_assert_eq!(records.len(), if length_ms > 0 { keys.min(numbers_per_batch) as usize } else { 0 });
+            let parsed: BTreeMap<String, i64> = records
+                .iter()
+                .map(|record| {
+                    let value: serde_json::Value = serde_json::from_slice(record).expect("a record is valid JSON");
+                    (value["key"].as_str().expect("key").to_string(), value["sum"].as_i64().expect("sum"))
+                })
+                .collect();
+            prop_assert_eq!(parsed, expected_sums(&spec, partition, start_ms, end_ms));
+        }
     }
 }

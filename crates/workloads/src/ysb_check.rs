@@ -1,11 +1,31 @@
-//! Checks a ysb run's sink output against the ground truth computed from the generator
-//! function directly, and reads the window latencies off the output and the batch log.
+//! The ground truth of a ysb run, counted from the generator function directly, its sink
+//! output checked against it, and the window latencies read off the output and the batch log.
 
 use std::collections::BTreeMap;
 
 use sleet_connectors::sink::{final_counts, SinkRow};
-use sleet_connectors::ysb::{ground_truth, WINDOW_MS};
+use sleet_connectors::ysb::{event, event_range, Campaigns, EventType, WINDOW_MS};
 use sleet_plan::YsbSourceSpec;
+
+/// Good view events per (campaign id, window start) over all partitions in `[start, end)`,
+/// counted from `event()` directly so it shares no code with the engine's operators.
+pub fn ground_truth(spec: &YsbSourceSpec, start_ms: i64, end_ms: i64) -> BTreeMap<(String, i64), u64> {
+    let campaigns = Campaigns::new(spec.seed);
+    let mut counts: BTreeMap<(u32, i64), u64> = BTreeMap::new();
+    for partition in 0..spec.partitions {
+        for k in event_range(spec, partition, start_ms, end_ms) {
+            let event = event(spec, partition, k);
+            if event.bad.is_none() && event.event_type == EventType::View {
+                let window = event.event_time_ms.div_euclid(WINDOW_MS) * WINDOW_MS;
+                *counts.entry((campaigns.campaign_of(event.ad), window)).or_default() += 1;
+            }
+        }
+    }
+    counts
+        .into_iter()
+        .map(|((campaign, window), count)| ((campaigns.campaign_id(campaign).to_string(), window), count))
+        .collect()
+}
 
 #[derive(Debug, Default)]
 pub struct YsbCheck {
@@ -66,6 +86,9 @@ pub fn window_latencies_ms(rows: &[SinkRow], visible_at_ms: &BTreeMap<u64, i64>,
 
 #[cfg(test)]
 mod tests {
+    use sleet_connectors::ysb::YsbGenerator;
+    use sleet_exec::RawRecords;
+
     use super::*;
 
     fn row(campaign: &str, window_start: i64, count: i64, batch: u64) -> SinkRow {
@@ -100,5 +123,33 @@ mod tests {
         rows.pop();
         let check = check_counts(&spec, 0, 20_000, &rows);
         assert_eq!(check.mismatches, 2, "{:?}", check.examples);
+    }
+
+    #[test]
+    fn ground_truth_equals_a_count_over_parsed_json() {
+        let spec = YsbSourceSpec { seed: 42, rate_per_s: 3_000, partitions: 3, bad_fraction: 0.02, pre_decoded: false };
+        let campaigns = Campaigns::new(spec.seed);
+        let ads = (sleet_connectors::ysb::CAMPAIGNS * sleet_connectors::ysb::ADS_PER_CAMPAIGN) as u32;
+        let campaign_of_ad: std::collections::HashMap<String, String> = (0..ads)
+            .map(|ad| (campaigns.ad_id(ad).to_string(), campaigns.campaign_id(campaigns.campaign_of(ad)).to_string()))
+            .collect();
+        let (start, end) = (1_700_000_005_000, 1_700_000_027_000);
+        let mut counted: BTreeMap<(String, i64), u64> = BTreeMap::new();
+        for partition in 0..3 {
+            let mut records = RawRecords::new();
+            YsbGenerator::new(&spec, partition).generate(start, end, &mut records);
+            for record in records.iter() {
+                if record.len() > 4096 {
+                    continue;
+                }
+                let Ok(value) = serde_json::from_slice::<serde_json::Value>(record) else { continue };
+                let Ok(time) = value["event_time"].as_str().unwrap_or("").parse::<i64>() else { continue };
+                if value["event_type"] == "view" {
+                    let campaign = campaign_of_ad[value["ad_id"].as_str().expect("ad")].clone();
+                    *counted.entry((campaign, time.div_euclid(WINDOW_MS) * WINDOW_MS)).or_default() += 1;
+                }
+            }
+        }
+        assert_eq!(ground_truth(&spec, start, end), counted);
     }
 }

@@ -17,7 +17,7 @@ use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEnc
 use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
 use sleet_kafka::batch_builder::{BatchBuilder, Codec, ProducerStamp};
 use sleet_plan::*;
-use sleet_wire::block_codec::encode_block;
+use sleet_block::encode_block;
 use sleet_wire::*;
 
 fn seeds_dir(target: &str) -> PathBuf {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use sleet_connectors::ysb::ground_truth;
 use sleet_plan::YsbSourceSpec;
+use sleet_workloads::ysb_check::ground_truth;
 
 use super::{run_with_limit, sleet, wait_with_limit};
 
@@ -104,7 +104,7 @@ pub fn output_of(mut child: Child, limit: Duration) -> (bool, String, String) {
 /// without gap or overlap from batch 0 to the job's last batch. (A loaded machine may add a
 /// recovery of its own, from a missed heartbeat: so the count of attempts is not fixed.)
 pub fn assert_segments_cover_the_job(dir: &Path, job: &Job) {
-    let manifest = sleet_connectors::manifest::read_manifest(&dir.join("results")).expect("read").expect("manifest");
+    let manifest = sleet_durable::manifest::read_manifest(&dir.join("results")).expect("read").expect("manifest");
     let attempts: Vec<u32> = manifest.segments.iter().map(|segment| segment.attempt).collect();
     assert!(attempts.len() >= 2 && attempts.windows(2).all(|pair| pair[0] < pair[1]), "{manifest:?}");
     let mut next = 0;
@@ -139,7 +139,7 @@ pub fn assert_exact(job: &Job, dir: &Path) {
     let expected = ground_truth(&spec, job.start_ms, job.end_ms);
     let rows = sleet_connectors::sink::read_ysb_sink(&dir.join("results")).expect("reading sink files");
     assert_no_row_twice(&rows);
-    let manifest = sleet_connectors::manifest::read_manifest(&dir.join("results"))
+    let manifest = sleet_durable::manifest::read_manifest(&dir.join("results"))
         .expect("reading the manifest")
         .expect("a finished job leaves a commit manifest");
     assert!(manifest.finished, "{manifest:?}");

@@ -10,7 +10,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
-use sleet_clarity::Resource;
+use sleet_monotask::Resource;
 
 use super::Sink;
 use crate::error::ConnectorError;
@@ -81,7 +81,7 @@ fn write_value(column: &dyn Array, row: usize, out: &mut Vec<u8>) {
 }
 
 pub fn sink_file_path(dir: &Path, partition: u32, attempt: u32) -> PathBuf {
-    dir.join(crate::files::attempt_file_name(&format!("part-{partition}"), attempt))
+    dir.join(sleet_durable::manifest::attempt_file_name(&format!("part-{partition}"), attempt))
 }
 
 /// One file per reduce partition, appended to (a partition has one writer, so no locking

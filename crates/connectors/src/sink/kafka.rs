@@ -24,7 +24,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use arrow_array::RecordBatch;
-use sleet_clarity::Resource;
 use sleet_kafka::admin::ensure_topic_with;
 use sleet_kafka::cluster::Cluster;
 use sleet_kafka::fetch::{FetchSettings, PartitionReader};
@@ -33,6 +32,7 @@ use sleet_kafka::producer::Producer;
 use sleet_kafka::retry::retry_transient;
 use sleet_kafka::transaction::TransactionalProducer;
 use sleet_kafka::KafkaError;
+use sleet_monotask::Resource;
 
 use super::{format_json_key, format_json_lines, Sink, SinkContext, SinkRow};
 use crate::error::ConnectorError;

@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use sleet_clarity::Resource;
+use sleet_monotask::Resource;
 use sleet_plan::SinkSpec;
 
 use crate::error::ConnectorError;

@@ -18,11 +18,11 @@ pub struct SinkRow {
 /// Every row of every `part-*.jsonl` under `dir`, in file order (files sorted by name). A
 /// line that is not a ysb row is an error naming its file and line.
 pub fn read_ysb_sink(dir: &Path) -> Result<Vec<SinkRow>, ConnectorError> {
-    let lines = crate::files::read_json_lines(dir, "part-", "reading sink files")?;
+    let lines = sleet_durable::committed::read_json_lines(dir, "part-", "reading sink files")?;
     lines
         .into_iter()
-        .map(|crate::files::JsonLine { path, line, value }| {
-            let format = |reason: String| ConnectorError::Format { path: path.clone(), line, reason };
+        .map(|sleet_durable::committed::JsonLine { path, line, value }| {
+            let format = |reason: String| ConnectorError::format(path.clone(), line, reason);
             let int = |name: &str| value[name].as_i64().ok_or_else(|| format(format!("`{name}` is not an integer")));
             Ok(SinkRow {
                 window_start: int("window_start")?,
@@ -65,7 +65,7 @@ mod tests {
         let mut bytes = Vec::new();
         sink.encode(123, &batch, &mut bytes);
         sink.write(123, &bytes).expect("write");
-        crate::manifest::commit_first_attempt(&dir);
+        crate::commit_first_attempt(&dir);
         let rows = read_ysb_sink(&dir).expect("read");
         assert_eq!(rows[1], SinkRow { window_start: 10_000, campaign_id: "c2".into(), count: 4, batch: 123 });
         fs::write(sink_file_path(&dir, 2, 0), "{\"window_start\": \"x\"}\n").expect("write bad");

@@ -87,7 +87,7 @@ pub struct BatchRecord {
     /// Its events' wait for its close, summed over the source tasks that measured it; `None`
     /// when no source knew its events' times.
     #[serde(default)]
-    pub event_wait: Option<sleet_clarity::EventWait>,
+    pub event_wait: Option<sleet_monotask::EventWait>,
     pub dead_letters: u64,
     pub map_stage_ms: f64,
     pub reduce_stage_ms: f64,

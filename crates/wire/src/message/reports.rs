@@ -3,7 +3,7 @@
 //! monotasks.
 
 use serde::{Deserialize, Serialize};
-use sleet_clarity::MonotaskRecord;
+use sleet_monotask::MonotaskRecord;
 use sleet_plan::SourceRange;
 
 use super::{PartitionSnapshot, TaskId, WorkerId};
@@ -75,5 +75,5 @@ pub struct TaskStats {
     /// For a source task whose source knows its events' times: how long they waited for the
     /// batch to close (the first part of their end-to-end latency).
     #[serde(default)]
-    pub event_wait: Option<sleet_clarity::EventWait>,
+    pub event_wait: Option<sleet_monotask::EventWait>,
 }

@@ -10,21 +10,21 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::ConnectorError;
-use crate::files::{replace_file, Durability, TEMPORARY_SUFFIX};
+use crate::error::DurableError;
+use crate::file::{replace_file, Durability, TEMPORARY_SUFFIX};
 
 pub trait CheckpointStore: Send + Sync {
     /// Stores `bytes` under `name` (`/`-separated), replacing what was there; returns the
     /// location a later `get` takes.
-    fn put(&self, name: &str, bytes: &[u8]) -> Result<String, ConnectorError>;
+    fn put(&self, name: &str, bytes: &[u8]) -> Result<String, DurableError>;
 
-    fn get(&self, location: &str) -> Result<Vec<u8>, ConnectorError>;
+    fn get(&self, location: &str) -> Result<Vec<u8>, DurableError>;
 
     /// The names directly under `prefix` (a folder), sorted.
-    fn list(&self, prefix: &str) -> Result<Vec<String>, ConnectorError>;
+    fn list(&self, prefix: &str) -> Result<Vec<String>, DurableError>;
 
     /// Removes `prefix` and everything under it; nothing there is not an error.
-    fn delete_all(&self, prefix: &str) -> Result<(), ConnectorError>;
+    fn delete_all(&self, prefix: &str) -> Result<(), DurableError>;
 }
 
 /// Where the snapshots of one checkpoint of one job attempt go: one folder per checkpoint,
@@ -54,27 +54,27 @@ impl DirectoryStore {
 }
 
 impl CheckpointStore for DirectoryStore {
-    fn put(&self, name: &str, bytes: &[u8]) -> Result<String, ConnectorError> {
+    fn put(&self, name: &str, bytes: &[u8]) -> Result<String, DurableError> {
         let path = self.path(name);
         replace_file(&path, bytes, Durability::HostCrash, "writing checkpoint file")?;
         Ok(path.to_string_lossy().into_owned())
     }
 
-    fn get(&self, location: &str) -> Result<Vec<u8>, ConnectorError> {
+    fn get(&self, location: &str) -> Result<Vec<u8>, DurableError> {
         let path = Path::new(location);
-        fs::read(path).map_err(ConnectorError::io("reading checkpoint file", path))
+        fs::read(path).map_err(DurableError::io("reading checkpoint file", path))
     }
 
-    fn list(&self, prefix: &str) -> Result<Vec<String>, ConnectorError> {
+    fn list(&self, prefix: &str) -> Result<Vec<String>, DurableError> {
         let dir = self.path(prefix);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(ConnectorError::io("listing checkpoint directory", &dir)(error)),
+            Err(error) => return Err(DurableError::io("listing checkpoint directory", &dir)(error)),
         };
         let mut names = Vec::new();
         for entry in entries {
-            let entry = entry.map_err(ConnectorError::io("listing checkpoint directory", &dir))?;
+            let entry = entry.map_err(DurableError::io("listing checkpoint directory", &dir))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             // A temporary file is a put that never finished: not an object.
             if !name.ends_with(TEMPORARY_SUFFIX) {
@@ -85,13 +85,13 @@ impl CheckpointStore for DirectoryStore {
         Ok(names)
     }
 
-    fn delete_all(&self, prefix: &str) -> Result<(), ConnectorError> {
+    fn delete_all(&self, prefix: &str) -> Result<(), DurableError> {
         let path = self.path(prefix);
         let removed = if path.is_dir() { fs::remove_dir_all(&path) } else { fs::remove_file(&path) };
         match removed {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => Err(ConnectorError::io("deleting checkpoint files", &path)(error)),
+            Err(error) => Err(DurableError::io("deleting checkpoint files", &path)(error)),
         }
     }
 }

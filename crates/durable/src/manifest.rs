@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::ConnectorError;
-use crate::files::{read_json_file, replace_file, Durability};
+use crate::error::DurableError;
+use crate::file::{read_json_file, replace_file, Durability};
 
 pub const MANIFEST_FILE: &str = "_manifest.json";
 
@@ -69,18 +69,29 @@ impl CommitManifest {
 /// old one), so a reader sees the old manifest or the new one, never half of either. Not
 /// synced: the rows it admits are in the OS's cache and not synced either, so the manifest
 /// guards against a lost process, as they do; the job's end syncs both.
-pub fn write_manifest(dir: &Path, manifest: &CommitManifest) -> Result<(), ConnectorError> {
+pub fn write_manifest(dir: &Path, manifest: &CommitManifest) -> Result<(), DurableError> {
     let text = serde_json::to_vec_pretty(manifest).expect("a manifest serializes");
     let durability = if manifest.finished { Durability::HostCrash } else { Durability::ProcessCrash };
     replace_file(&dir.join(MANIFEST_FILE), &text, durability, "publishing commit manifest")
 }
 
 /// The manifest of `dir`; `None` when it has none (nothing was ever committed there).
-pub fn read_manifest(dir: &Path) -> Result<Option<CommitManifest>, ConnectorError> {
+pub fn read_manifest(dir: &Path) -> Result<Option<CommitManifest>, DurableError> {
     read_json_file(&dir.join(MANIFEST_FILE), "a commit manifest")
 }
 
-/// The attempt an output file belongs to, from its name (`files::attempt_file_name`):
+/// The name of an output file of one partition: `<stem>.jsonl` for a job's first attempt,
+/// `<stem>.a<attempt>.jsonl` after a recovery, so that a new owner never appends to a file a
+/// lost worker may have left with a torn last line, or may still write to if it was only
+/// frozen.
+pub fn attempt_file_name(stem: &str, attempt: u32) -> String {
+    match attempt {
+        0 => format!("{stem}.jsonl"),
+        attempt => format!("{stem}.a{attempt}.jsonl"),
+    }
+}
+
+/// The attempt an output file belongs to, from its name (`attempt_file_name`):
 /// `part-3.jsonl` → 0, `part-3.a2.jsonl` → 2; `None` for a name of another shape.
 pub fn attempt_of_file(path: &Path) -> Option<u32> {
     let stem = path.file_name()?.to_str()?.strip_suffix(".jsonl")?;
@@ -92,22 +103,15 @@ pub fn attempt_of_file(path: &Path) -> Option<u32> {
 
 /// Removes the files of attempts that committed nothing (a lost attempt's partial output):
 /// what no manifest segment admits is not output. Returns the files removed.
-pub fn remove_uncommitted_files(files: &[PathBuf], manifest: &CommitManifest) -> Result<Vec<PathBuf>, ConnectorError> {
+pub fn remove_uncommitted_files(files: &[PathBuf], manifest: &CommitManifest) -> Result<Vec<PathBuf>, DurableError> {
     let mut removed = Vec::new();
     for file in files {
         if attempt_of_file(file).is_some_and(|attempt| !manifest.keeps_attempt(attempt)) {
-            fs::remove_file(file).map_err(ConnectorError::io("removing uncommitted output", file))?;
+            fs::remove_file(file).map_err(DurableError::io("removing uncommitted output", file))?;
             removed.push(file.clone());
         }
     }
     Ok(removed)
-}
-
-/// For tests of writers and readers: a manifest that commits every batch of attempt 0.
-#[cfg(test)]
-pub(crate) fn commit_first_attempt(dir: &Path) {
-    let segment = CommittedSegment { attempt: 0, first_batch: 0, last_batch: Some(u64::MAX) };
-    write_manifest(dir, &CommitManifest { job: 0, segments: vec![segment], finished: true }).expect("manifest");
 }
 
 #[cfg(test)]
@@ -151,7 +155,7 @@ mod tests {
         check("dead-letters-s0-p1.a11.jsonl", Some(11));
         check("part-3.b2.jsonl", None);
         check("_manifest.json", None);
-        let name = crate::files::attempt_file_name("part-5", 4);
+        let name = attempt_file_name("part-5", 4);
         check(&name, Some(4));
     }
 

@@ -2,13 +2,13 @@
 //! campaign id, partial count, latest event time), at the sizes that matter: a few rows, where
 //! the fixed cost per block rules, and many, where the per-row cost does.
 //!
-//! `cargo bench -p sleet-wire --bench block_codec`; the figures are in `benchmarks/README.md`.
+//! `cargo bench -p sleet-block --bench block_codec`; the figures are in `benchmarks/README.md`.
 
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use sleet_wire::block_codec::{decode_block, encode_block_into};
+use sleet_block::{decode_block, encode_block_into};
 
 fn block(rows: usize) -> RecordBatch {
     let campaigns: StringArray =
