@@ -10,8 +10,9 @@
 //! what the buffer holds (at most `max_records_per_partition_per_batch`) and reports the
 //! offset range it covers. After a failure the driver hands the ranges of the batches to
 //! re-run back (`KafkaSourceSpec::replay`), and each such batch ends exactly where its first
-//! run did. Decoding the records' JSON
-//! is left to the cpu monotask that follows.
+//! run did. Decoding the records' JSON is left to the cpu monotask that follows; each record's
+//! Kafka timestamp travels beside its value (`RawRecords::timestamps`), for the decoder to
+//! take as a column when the spec's `event_time` is `record_timestamp`.
 //!
 //! A broker that is down is waited for (the batch is empty and says why); a position that
 //! is no longer on the broker, a corrupt batch, or a topic that vanished stop the job with
@@ -27,7 +28,7 @@ use sleet_kafka::fetch::{FetchSettings, PartitionReader};
 use sleet_kafka::offsets::{OffsetQuery, READ_COMMITTED, READ_UNCOMMITTED};
 use sleet_kafka::KafkaError;
 use sleet_monotask::{EventWait, Resource};
-use sleet_plan::{EventTimeSource, KafkaSourceSpec, KafkaStart, SourceRange};
+use sleet_plan::{KafkaSourceSpec, KafkaStart, SourceRange};
 
 use crate::error::ConnectorError;
 use crate::source::Source;
@@ -72,10 +73,10 @@ struct Buffer {
     stop: bool,
 }
 
-/// Records of one fetch, their values back to back and their offsets as positions.
+/// Records of one fetch: their values back to back, their offsets as positions, and their
+/// timestamps.
 struct Chunk {
     records: RawRecords,
-    timestamps: Vec<i64>,
     /// Index of the first record not yet handed to a batch.
     taken: usize,
     /// What it counts for against `PREFETCH_BYTES_MAX`.
@@ -188,10 +189,6 @@ impl Source for KafkaSource {
             Some(_) => usize::MAX,
             None => self.spec.max_records_per_partition_per_batch as usize,
         };
-        let record_timestamp = match &self.spec.event_time {
-            EventTimeSource::RecordTimestamp(column) => Some(column.as_str()),
-            EventTimeSource::Field => None,
-        };
         let mut taken = 0;
         let mut timestamp_sum_ms: i64 = 0;
         while taken < limit {
@@ -202,21 +199,14 @@ impl Source for KafkaSource {
                 None => available,
             };
             let take = below_end.min(limit - taken);
-            timestamp_sum_ms = chunk.timestamps[chunk.taken..chunk.taken + take]
+            timestamp_sum_ms = chunk.records.timestamps[chunk.taken..chunk.taken + take]
                 .iter()
                 .fold(timestamp_sum_ms, |sum, timestamp| sum.wrapping_add(*timestamp));
-            match record_timestamp {
+            if chunk.taken == 0 && take == available && out.is_empty() {
                 // The whole chunk: hand over its buffers instead of copying them.
-                None if chunk.taken == 0 && take == available && out.is_empty() => {
-                    *out = std::mem::take(&mut chunk.records)
-                }
-                None => out.extend_from(&chunk.records, chunk.taken..chunk.taken + take),
-                Some(column) => {
-                    for index in chunk.taken..chunk.taken + take {
-                        push_with_timestamp(out, chunk.records.get(index), column, chunk.timestamps[index]);
-                        out.positions.push(chunk.records.positions[index]);
-                    }
-                }
+                *out = std::mem::take(&mut chunk.records);
+            } else {
+                out.extend_from(&chunk.records, chunk.taken..chunk.taken + take);
             }
             chunk.taken += take;
             taken += take;
@@ -254,28 +244,6 @@ impl Source for KafkaSource {
 
     fn waiting(&self) -> Option<String> {
         self.shared.buffer.lock().expect("buffer lock").waiting.clone()
-    }
-}
-
-/// `{"a":1}` with timestamp 5 becomes `{"<column>":5,"a":1}`; anything not an object is
-/// kept as it is, for the decoder to turn into a dead letter.
-fn push_with_timestamp(out: &mut RawRecords, value: &[u8], column: &str, timestamp: i64) {
-    let start = value.iter().position(|byte| !byte.is_ascii_whitespace());
-    match start {
-        Some(at) if value[at] == b'{' => {
-            out.data.extend_from_slice(b"{\"");
-            out.data.extend_from_slice(column.as_bytes());
-            out.data.extend_from_slice(b"\":");
-            out.data.extend_from_slice(timestamp.to_string().as_bytes());
-            let rest = &value[at + 1..];
-            let empty = rest.iter().all(|byte| byte.is_ascii_whitespace() || *byte == b'}');
-            if !empty {
-                out.data.push(b',');
-            }
-            out.data.extend_from_slice(rest);
-            out.finish_record();
-        }
-        _ => out.push(value),
     }
 }
 
@@ -346,17 +314,17 @@ fn fetch_chunk(
     let (records_hint, bytes_hint) = *size_hint;
     let mut chunk = Chunk {
         records: RawRecords::with_capacity(records_hint + records_hint / 4, bytes_hint + bytes_hint / 4),
-        timestamps: Vec::with_capacity(records_hint + records_hint / 4),
         taken: 0,
         bytes: 0,
     };
     chunk.records.positions.reserve(records_hint + records_hint / 4);
+    chunk.records.timestamps.reserve(records_hint + records_hint / 4);
     let next_offset = reader.fetch(from, i64::MAX, &mut |record| {
         // A record without a value (a tombstone) is still a record of the range: it goes
         // to the decoder as empty and becomes a dead letter there, so the count stays exact.
         chunk.records.push(record.value.unwrap_or(&[]));
         chunk.records.positions.push(record.offset);
-        chunk.timestamps.push(record.timestamp);
+        chunk.records.timestamps.push(record.timestamp);
     })?;
     *size_hint = (chunk.records.len(), chunk.records.data.len());
     let mut buffer = shared.buffer.lock().expect("buffer lock");
@@ -364,7 +332,7 @@ fn fetch_chunk(
     if !chunk.records.is_empty() {
         chunk.bytes = chunk.records.data.capacity()
             + chunk.records.positions.capacity() * 12
-            + chunk.timestamps.capacity() * std::mem::size_of::<i64>();
+            + chunk.records.timestamps.capacity() * std::mem::size_of::<i64>();
         buffer.records += chunk.records.len();
         buffer.bytes += chunk.bytes;
         buffer.chunks.push_back(chunk);
@@ -374,19 +342,69 @@ fn fetch_chunk(
 
 #[cfg(test)]
 mod tests {
+    use sleet_plan::EventTimeSource;
+
     use super::*;
 
-    #[test]
-    fn a_record_timestamp_becomes_the_first_field_and_anything_else_is_left_alone() {
-        let mut out = RawRecords::new();
-        push_with_timestamp(&mut out, br#" {"a":1}"#, "ts", 1_700);
-        push_with_timestamp(&mut out, b"{ }", "ts", 5);
-        push_with_timestamp(&mut out, b"[1,2]", "ts", 5);
-        push_with_timestamp(&mut out, b"", "ts", 5);
-        let records: Vec<&[u8]> = out.iter().collect();
-        assert_eq!(records, vec![&br#"{"ts":1700,"a":1}"#[..], br#"{"ts":5 }"#, b"[1,2]", b""]);
-        for record in &records[..2] {
-            serde_json::from_slice::<serde_json::Value>(record).expect("still JSON");
+    /// A source whose prefetcher has already buffered `chunks` of `(offset, timestamp)`
+    /// records, each valued by its offset; nothing is fetched from a broker.
+    fn buffered(max_records: u32, chunks: &[&[(i64, i64)]]) -> KafkaSource {
+        let spec = KafkaSourceSpec {
+            brokers: "127.0.0.1:1".into(),
+            topic: "t".into(),
+            start: KafkaStart::Earliest,
+            max_records_per_partition_per_batch: max_records,
+            event_time: EventTimeSource::RecordTimestamp("ts".into()),
+            read_committed: true,
+            partitions: 1,
+            replay: Vec::new(),
+        };
+        let source = KafkaSource::new(&spec, 0);
+        *source.prefetcher.lock().expect("prefetcher lock") = Some(std::thread::spawn(|| {}));
+        let mut buffer = source.shared.buffer.lock().expect("buffer lock");
+        for records in chunks {
+            let mut chunk = Chunk { records: RawRecords::new(), taken: 0, bytes: 1 };
+            for &(offset, timestamp) in *records {
+                chunk.records.push(format!(r#"{{"offset":{offset}}}"#).as_bytes());
+                chunk.records.positions.push(offset);
+                chunk.records.timestamps.push(timestamp);
+            }
+            buffer.records += records.len();
+            buffer.bytes += 1;
+            buffer.chunks.push_back(chunk);
         }
+        buffer.position = chunks[0][0].0;
+        buffer.fetched_to = chunks[chunks.len() - 1].last().expect("a record").0 + 1;
+        drop(buffer);
+        source
+    }
+
+    /// Each record taken, as (value's offset, position, timestamp): the three must stay
+    /// together however a batch cuts the chunks.
+    fn taken(records: &RawRecords) -> Vec<(String, i64, i64)> {
+        assert_eq!(records.positions.len(), records.len());
+        assert_eq!(records.timestamps.len(), records.len());
+        records
+            .iter()
+            .zip(records.positions.iter().zip(&records.timestamps))
+            .map(|(value, (position, timestamp))| (String::from_utf8_lossy(value).into_owned(), *position, *timestamp))
+            .collect()
+    }
+
+    fn record(offset: i64, timestamp: i64) -> (String, i64, i64) {
+        (format!(r#"{{"offset":{offset}}}"#), offset, timestamp)
+    }
+
+    #[test]
+    fn timestamps_travel_beside_their_records_unchanged_across_chunk_cuts() {
+        let source = buffered(3, &[&[(10, 500), (11, 400)], &[(13, 900), (14, -1), (15, 7)]]);
+        let mut first = RawRecords::new();
+        let range = source.read(0, 1_000, &mut first).expect("first batch");
+        assert_eq!(range, SourceRange::Offsets { start: 10, end: 14 });
+        assert_eq!(taken(&first), vec![record(10, 500), record(11, 400), record(13, 900)]);
+        let mut second = RawRecords::new();
+        let range = source.read(1_000, 2_000, &mut second).expect("second batch");
+        assert_eq!(range, SourceRange::Offsets { start: 14, end: 16 });
+        assert_eq!(taken(&second), vec![record(14, -1), record(15, 7)]);
     }
 }

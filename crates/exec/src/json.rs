@@ -5,6 +5,11 @@
 //! It is a hand-written byte scanner rather than a generic JSON parser: each record is parsed
 //! into a small per-field scratch (ranges into the record, or into an unescape buffer), and
 //! only a record that parsed completely is appended to the column builders.
+//!
+//! One field may come from beside the text instead: `with_record_timestamps` names a field
+//! that each record takes from `RawRecords::timestamps`. Its slot is filled before the record
+//! is parsed, so the record is read exactly as if that field had been written first in it: a
+//! record that also writes the field holds it twice and is refused as any duplicate is.
 
 use std::sync::Arc;
 
@@ -44,6 +49,8 @@ pub struct JsonDecoder {
     max_record_bytes: u32,
     /// Whether any output column holds text, whose `i32` offsets bound the text of one call.
     outputs_text: bool,
+    /// The field each record takes from `RawRecords::timestamps`, by index into `fields`.
+    record_timestamp: Option<usize>,
 }
 
 /// Nesting allowed inside skipped values; deeper input is refused rather than recursed into.
@@ -102,7 +109,16 @@ impl JsonDecoder {
             output_schema: Arc::new(ArrowSchema::new(output_fields)),
             max_record_bytes,
             outputs_text,
+            record_timestamp: None,
         })
+    }
+
+    /// Fills field `column` of each record from the records' timestamps rather than from its
+    /// text. A column the schema does not declare is left alone (there is nothing to fill), as
+    /// an unknown key in the text would be skipped.
+    pub fn with_record_timestamps(mut self, column: &str) -> JsonDecoder {
+        self.record_timestamp = self.fields.iter().position(|field| field.name == column.as_bytes());
+        self
     }
 
     pub fn output_schema(&self) -> SchemaRef {
@@ -111,6 +127,16 @@ impl JsonDecoder {
 
     pub fn decode(&self, records: &RawRecords) -> DecodeOutput {
         let rows = records.len();
+        // A timestamp given to the wrong record would put a row in the wrong window unnoticed.
+        let record_timestamps = self.record_timestamp.map(|field| {
+            assert_eq!(
+                records.timestamps.len(),
+                rows,
+                "field `{}` takes one timestamp per record",
+                String::from_utf8_lossy(&self.fields[field].name)
+            );
+            (field, records.timestamps.as_slice())
+        });
         let text_bytes_hint = records.data.len().min(rows * TEXT_BYTES_PER_VALUE_GUESS);
         let mut columns: Vec<ColumnBuilder> = self
             .fields
@@ -154,6 +180,15 @@ impl JsonDecoder {
                 continue;
             }
             slots.fill(Slot::Missing);
+            if let Some((field, timestamps)) = record_timestamps {
+                match self.timestamp_slot(field, timestamps[record_index]) {
+                    Ok(slot) => slots[field] = slot,
+                    Err(reason) => {
+                        dead_letters.push(DeadLetter { record_index, reason });
+                        continue;
+                    }
+                }
+            }
             unescaped.clear();
             let parsed =
                 RecordParser { decoder: self, bytes: record, position: 0, slots, unescaped: &mut unescaped }.parse();
@@ -171,6 +206,22 @@ impl JsonDecoder {
         let batch = RecordBatch::try_new_with_options(self.output_schema(), columns, &options)
             .expect("columns are built from the output schema, one value per good record");
         DecodeOutput { batch, dead_letters }
+    }
+
+    /// Field `field`'s slot for a record whose timestamp is `timestamp`: what parsing the
+    /// number written as that field would give. Only numeric fields can hold it; any other
+    /// refuses every record, as parsing a number into it would.
+    fn timestamp_slot(&self, field: usize, timestamp: i64) -> ParseResult<Slot> {
+        let spec = &self.fields[field];
+        match spec.data_type {
+            DataType::Int64 => Ok(Slot::Int(timestamp)),
+            // Rounds to the nearest f64 as parsing the decimal text of `timestamp` does.
+            DataType::Float64 => Ok(Slot::Float(timestamp as f64)),
+            other => Err(format!(
+                "field `{}` takes the record timestamp, an int64, but is declared {other}",
+                String::from_utf8_lossy(&spec.name)
+            )),
+        }
     }
 
     /// Appends one parsed record as row `row` of every output column.
@@ -736,6 +787,82 @@ mod tests {
         assert_eq!(times(&output), vec![1, 3]);
     }
 
+    /// Decodes `records`, each with its timestamp beside it, filling `column` from them.
+    fn decode_timestamped(schema: &Schema, projection: &[&str], column: &str, records: &[(&str, i64)]) -> DecodeOutput {
+        let projection: Vec<String> = projection.iter().map(|name| name.to_string()).collect();
+        let decoder = JsonDecoder::new(schema, &projection, 200).expect("decoder").with_record_timestamps(column);
+        let mut raw = RawRecords::new();
+        for (record, timestamp) in records {
+            raw.push(record.as_bytes());
+            raw.timestamps.push(*timestamp);
+        }
+        decoder.decode(&raw)
+    }
+
+    fn dead_indices(output: &DecodeOutput) -> Vec<usize> {
+        output.dead_letters.iter().map(|letter| letter.record_index).collect()
+    }
+
+    #[test]
+    fn record_timestamps_fill_their_column_and_stay_with_their_record_when_others_are_dropped() {
+        let too_long = format!(r#"{{"name": "{}"}}"#, "x".repeat(200));
+        let output = decode_timestamped(
+            &schema(),
+            &["name", "time"],
+            "time",
+            &[
+                (r#"{"name": "a"}"#, 100),
+                (r#"{"name": "b", "#, 200),
+                ("[1,2]", 300),
+                ("", 400),
+                (r#" {"score": 1.5, "name": "e"}"#, 500),
+                (&too_long, 600),
+                (r#"{"name": 7}"#, 700),
+                (r#"{"name": "h"}"#, -8),
+            ],
+        );
+        assert_eq!(dead_indices(&output), vec![1, 2, 3, 5, 6], "{:?}", output.dead_letters);
+        assert_eq!(names(&output), vec!["a", "e", "h"]);
+        assert_eq!(times(&output), vec![100, 500, -8]);
+    }
+
+    /// Splicing the timestamp into the text made it the record's first field, and a record
+    /// holding a field twice is refused: so a record that writes the column itself is a dead
+    /// letter, whether or not the column is projected.
+    #[test]
+    fn a_record_that_writes_the_timestamp_column_itself_is_refused_as_a_duplicate() {
+        let records = [(r#"{"name": "a", "time": 5}"#, 100), (r#"{"name": "b"}"#, 200)];
+        for projection in [&["name", "time"][..], &["name"]] {
+            let output = decode_timestamped(&schema(), projection, "time", &records);
+            assert_eq!(dead_indices(&output), vec![0], "projecting {projection:?}");
+            assert_eq!(output.dead_letters[0].reason, "field `time` appears twice");
+            assert_eq!(names(&output), vec!["b"]);
+        }
+        let output = decode_timestamped(&schema(), &["name", "time"], "time", &records[1..]);
+        assert_eq!(times(&output), vec![200]);
+    }
+
+    #[test]
+    fn a_float_column_takes_the_timestamp_and_one_of_another_type_refuses_every_record() {
+        let records = [(r#"{"name": "a", "time": 1}"#, 1_700_000_000_123), (r#"{"name": "b", "time": 2}"#, i64::MIN)];
+        let output = decode_timestamped(&schema(), &["name", "score"], "score", &records);
+        let scores: Vec<Option<f64>> = output.batch.column(1).as_primitive::<Float64Type>().iter().collect();
+        assert_eq!(scores, vec![Some(1_700_000_000_123.0), Some(-9.223_372_036_854_776e18)]);
+        let output = decode_timestamped(&schema(), &["name", "ok"], "ok", &records);
+        assert_eq!(dead_indices(&output), vec![0, 1]);
+        assert_eq!(
+            output.dead_letters[0].reason,
+            "field `ok` takes the record timestamp, an int64, but is declared boolean"
+        );
+    }
+
+    #[test]
+    fn timestamps_for_a_column_the_schema_lacks_are_ignored() {
+        let output = decode_timestamped(&schema(), &["name", "time"], "arrival", &[(r#"{"name": "a", "time": 3}"#, 9)]);
+        assert!(output.dead_letters.is_empty(), "{:?}", output.dead_letters);
+        assert_eq!(times(&output), vec![3]);
+    }
+
     #[test]
     fn key_order_and_whitespace_do_not_matter() {
         let output = decode(&[
@@ -1063,6 +1190,17 @@ mod tests {
         (bytes, duplicated || truncated)
     }
 
+    /// The schema's fields whose bit is set in `mask`, in schema order as the planner asks.
+    fn projection_of(schema: &Schema, mask: u8) -> Vec<String> {
+        schema
+            .fields
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| mask & (1 << position) != 0)
+            .map(|(_, field)| field.name.clone())
+            .collect()
+    }
+
     /// The naive reference: a record is good when it was written whole, within the size limit,
     /// with every field of the right type and every non-nullable field present and not null.
     fn reference_decode(
@@ -1131,13 +1269,7 @@ mod tests {
             max_record_bytes in prop_oneof![3 => Just(4096u32), 1 => 40u32..400],
         ) {
             let schema = reference_schema();
-            let projection: Vec<String> = schema
-                .fields
-                .iter()
-                .enumerate()
-                .filter(|(position, _)| projection_mask & (1 << position) != 0)
-                .map(|(_, field)| field.name.clone())
-                .collect();
+            let projection = projection_of(&schema, projection_mask);
             let written: Vec<(Vec<u8>, bool)> = records.iter().map(write_record).collect();
             let mut raw = RawRecords::new();
             for (bytes, _) in &written {
@@ -1155,6 +1287,47 @@ mod tests {
                     "a validity bitmap only where a null occurs"
                 );
             }
+        }
+    }
+
+    /// How record timestamps reached the decoder before they travelled beside the records: a
+    /// JSON object got the timestamp as its first field, anything else was left as it was.
+    fn splice_timestamp(value: &[u8], column: &str, timestamp: i64) -> Vec<u8> {
+        let Some(at) = value.iter().position(|byte| !byte.is_ascii_whitespace()) else { return value.to_vec() };
+        if value[at] != b'{' {
+            return value.to_vec();
+        }
+        let rest = &value[at + 1..];
+        let empty = rest.iter().all(|byte| byte.is_ascii_whitespace() || *byte == b'}');
+        let mut out = format!("{{\"{column}\":{timestamp}{}", if empty { "" } else { "," }).into_bytes();
+        out.extend_from_slice(rest);
+        out
+    }
+
+    proptest! {
+        /// Same rows, same values, same records refused as when the timestamps were spliced
+        /// into the text, for a column of each kind and one the schema lacks. (Reasons may
+        /// differ: their byte positions no longer count the spliced field.)
+        #[test]
+        fn record_timestamps_agree_with_splicing_them_into_the_text(
+            records in proptest::collection::vec((arbitrary_record(), any::<i64>()), 0..12),
+            column in proptest::sample::select(vec!["time", "count", "score", "name", "ok", "absent"]),
+            projection_mask in any::<u8>(),
+        ) {
+            let schema = reference_schema();
+            let projection = projection_of(&schema, projection_mask);
+            let (mut beside, mut spliced) = (RawRecords::new(), RawRecords::new());
+            for (record, timestamp) in &records {
+                let (bytes, _) = write_record(record);
+                beside.push(&bytes);
+                beside.timestamps.push(*timestamp);
+                spliced.push(&splice_timestamp(&bytes, column, *timestamp));
+            }
+            let decoder = JsonDecoder::new(&schema, &projection, 4096).expect("decoder");
+            let expected = decoder.decode(&spliced);
+            let output = decoder.with_record_timestamps(column).decode(&beside);
+            prop_assert_eq!(dead_indices(&output), dead_indices(&expected), "{:?}", output.dead_letters);
+            prop_assert_eq!(&output.batch, &expected.batch);
         }
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema};
-use sleet_plan::{PhysicalOp, StageInput, StageOutput, StagePlan, TableSpec};
+use sleet_plan::{EventTimeSource, PhysicalOp, SourceSpec, StageInput, StageOutput, StagePlan, TableSpec};
 
 use crate::error::ExecError;
 use crate::json::{DeadLetter, JsonDecoder};
@@ -79,7 +79,11 @@ impl StagePipeline {
         for op in &stage.ops {
             operators.push(match op {
                 PhysicalOp::DecodeJson { schema, projection, max_record_bytes } => {
-                    OperatorExec::Decode(JsonDecoder::new(schema, projection, *max_record_bytes)?)
+                    let decoder = JsonDecoder::new(schema, projection, *max_record_bytes)?;
+                    OperatorExec::Decode(match record_timestamp_column(&stage.input) {
+                        Some(column) => decoder.with_record_timestamps(column),
+                        None => decoder,
+                    })
                 }
                 PhysicalOp::Filter { predicate } => OperatorExec::Filter(FilterExec::new(predicate.clone())),
                 PhysicalOp::Project { columns } => OperatorExec::Project(ProjectExec::new(columns.clone())),
@@ -229,6 +233,18 @@ impl StagePipeline {
     }
 }
 
+/// The column a stage's decoder fills from the source's record timestamps, if its source
+/// hands them over for that.
+fn record_timestamp_column(input: &StageInput) -> Option<&str> {
+    match input {
+        StageInput::Source(SourceSpec::Kafka(kafka)) => match &kafka.event_time {
+            EventTimeSource::RecordTimestamp(column) => Some(column),
+            EventTimeSource::Field => None,
+        },
+        _ => None,
+    }
+}
+
 fn concat(batches: &[RecordBatch]) -> Result<RecordBatch, ExecError> {
     if batches.len() == 1 {
         return Ok(batches[0].clone());
@@ -258,4 +274,58 @@ fn raw_as_binary_batch(records: &RawRecords) -> Result<RecordBatch, ExecError> {
     let values: BinaryArray = records.iter().map(Some).collect();
     let schema = Arc::new(ArrowSchema::new(vec![ArrowField::new("value", ArrowType::Binary, false)]));
     RecordBatch::try_new(schema, vec![Arc::new(values) as ArrayRef]).map_err(ExecError::arrow("raw records"))
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use sleet_plan::{DataType, Field, KafkaSourceSpec, KafkaStart, Schema, SinkSpec, StageId};
+
+    use super::*;
+
+    /// A stage reading a Kafka source whose event time is `event_time`, decoding `name` and `ts`.
+    fn kafka_stage(event_time: EventTimeSource) -> StagePlan {
+        let kafka = KafkaSourceSpec {
+            brokers: "127.0.0.1:1".into(),
+            topic: "t".into(),
+            start: KafkaStart::Earliest,
+            max_records_per_partition_per_batch: 10,
+            event_time,
+            read_committed: true,
+            partitions: 1,
+            replay: Vec::new(),
+        };
+        let schema =
+            Schema::new(vec![Field::new("name", DataType::Utf8), Field::new("ts", DataType::Int64).nullable()]);
+        StagePlan {
+            id: StageId(0),
+            partitions: 1,
+            input: StageInput::Source(SourceSpec::Kafka(kafka)),
+            ops: vec![PhysicalOp::DecodeJson {
+                schema,
+                projection: vec!["name".into(), "ts".into()],
+                max_record_bytes: 1_000,
+            }],
+            output: StageOutput::Sink(SinkSpec::Discard),
+        }
+    }
+
+    fn decoded_times(event_time: EventTimeSource) -> Vec<Option<i64>> {
+        let mut records = RawRecords::new();
+        for (record, timestamp) in [(r#"{"name": "a"}"#, 5), ("{", 6), (r#"{"name": "c"}"#, 7)] {
+            records.push(record.as_bytes());
+            records.timestamps.push(timestamp);
+        }
+        let mut pipeline = StagePipeline::new(&kafka_stage(event_time), &|_| unreachable!("no lookup")).expect("stage");
+        let rows = pipeline.decode(&StageInputData::Raw(records)).expect("decoded");
+        assert_eq!(rows.dead_letters.iter().map(|letter| letter.record_index).collect::<Vec<_>>(), vec![1]);
+        rows.batches[0].column(1).as_primitive::<Int64Type>().iter().collect()
+    }
+
+    #[test]
+    fn a_kafka_source_with_record_timestamps_has_its_decoder_fill_that_column() {
+        assert_eq!(decoded_times(EventTimeSource::RecordTimestamp("ts".into())), vec![Some(5), Some(7)]);
+        assert_eq!(decoded_times(EventTimeSource::Field), vec![None, None]);
+    }
 }

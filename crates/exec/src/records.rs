@@ -1,4 +1,5 @@
-//! Undecoded records as a source delivers them: one contiguous byte buffer plus offsets.
+//! Undecoded records as a source delivers them: one contiguous byte buffer plus offsets, and
+//! beside the bytes what the source knows of each record (its position, its timestamp).
 
 use sleet_monotask::EventWait;
 
@@ -11,6 +12,10 @@ pub struct RawRecords {
     /// Where record `i` came from in its source (a Kafka offset, a file's byte position),
     /// for dead letters; empty when the source has no such thing (generators).
     pub positions: Vec<i64>,
+    /// Record `i`'s timestamp in its source (a Kafka record's create or append time, in ms),
+    /// beside the bytes rather than inside them, so a decoder can take it as a column without
+    /// the record being rewritten; empty when the source has none.
+    pub timestamps: Vec<i64>,
     /// The records' wait for their batch to close, when the source knows their event times
     /// without decoding them (a generator); `None` otherwise. Filled by `Source::read`.
     pub event_wait: Option<EventWait>,
@@ -18,13 +23,25 @@ pub struct RawRecords {
 
 impl RawRecords {
     pub fn new() -> Self {
-        RawRecords { data: Vec::new(), offsets: vec![0], positions: Vec::new(), event_wait: None }
+        RawRecords {
+            data: Vec::new(),
+            offsets: vec![0],
+            positions: Vec::new(),
+            timestamps: Vec::new(),
+            event_wait: None,
+        }
     }
 
     pub fn with_capacity(records: usize, bytes: usize) -> Self {
         let mut offsets = Vec::with_capacity(records + 1);
         offsets.push(0);
-        RawRecords { data: Vec::with_capacity(bytes), offsets, positions: Vec::new(), event_wait: None }
+        RawRecords {
+            data: Vec::with_capacity(bytes),
+            offsets,
+            positions: Vec::new(),
+            timestamps: Vec::new(),
+            event_wait: None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -44,8 +61,8 @@ impl RawRecords {
         self.finish_record();
     }
 
-    /// Appends records `range` of `other` (and their positions, if it has them): one copy of
-    /// their bytes, offsets shifted, instead of a push per record.
+    /// Appends records `range` of `other` (and their positions and timestamps, if it has
+    /// them): one copy of their bytes, offsets shifted, instead of a push per record.
     pub fn extend_from(&mut self, other: &RawRecords, range: std::ops::Range<usize>) {
         if range.is_empty() {
             return;
@@ -59,7 +76,10 @@ impl RawRecords {
                 .map(|&end| u32::try_from(end as i64 + base).expect("a batch of raw records stays under 4 GiB")),
         );
         if !other.positions.is_empty() {
-            self.positions.extend_from_slice(&other.positions[range]);
+            self.positions.extend_from_slice(&other.positions[range.clone()]);
+        }
+        if !other.timestamps.is_empty() {
+            self.timestamps.extend_from_slice(&other.timestamps[range]);
         }
     }
 
@@ -89,14 +109,17 @@ mod tests {
         for (index, record) in ["a", "", "ccc", "dd"].iter().enumerate() {
             source.push(record.as_bytes());
             source.positions.push(100 + index as i64);
+            source.timestamps.push(1_000 + index as i64);
         }
         let mut pushed = RawRecords::new();
         pushed.push(b"x");
         pushed.positions.push(7);
+        pushed.timestamps.push(-7);
         let mut extended = pushed.clone();
         for index in 1..4 {
             pushed.push(source.get(index));
             pushed.positions.push(source.positions[index]);
+            pushed.timestamps.push(source.timestamps[index]);
         }
         extended.extend_from(&source, 1..4);
         extended.extend_from(&source, 2..2);

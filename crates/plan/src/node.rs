@@ -211,7 +211,9 @@ pub enum EventTimeSource {
     /// A field of the record, named by the window that uses it.
     #[default]
     Field,
-    /// The Kafka record's timestamp, added to each JSON object as this int64 field.
+    /// The Kafka record's timestamp, as this field of each decoded record (declared int64 in
+    /// the decoder's schema). It is not written into the JSON text: a record that also has a
+    /// field of that name holds it twice, and is refused as any duplicate is.
     RecordTimestamp(String),
 }
 

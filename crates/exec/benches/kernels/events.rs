@@ -28,20 +28,34 @@ pub fn id(domain: u64, index: u64) -> String {
 
 /// `count` JSON events, one record each, spread over 100 ms of event time.
 pub fn json_events(count: u64) -> RawRecords {
+    events(count, false)
+}
+
+/// The same events without their event time, which comes beside each record as its
+/// timestamp, as a Kafka source with `event_time: record_timestamp` hands it over.
+pub fn json_events_timestamped(count: u64) -> RawRecords {
+    events(count, true)
+}
+
+fn events(count: u64, time_beside: bool) -> RawRecords {
     let mut records = RawRecords::with_capacity(count as usize, count as usize * 260);
     for k in 0..count {
         let hash = mix(k);
+        let time = 1_700_000_000_000 + (k * 100 / count) as i64;
+        let time_field = if time_beside { String::new() } else { format!("\"event_time\": \"{time}\", ") };
         let event = format!(
             "{{\"user_id\": \"{}\", \"page_id\": \"{}\", \"ad_id\": \"{}\", \"ad_type\": \"{}\", \
-             \"event_type\": \"{}\", \"event_time\": \"{}\", \"ip_address\": \"1.2.3.4\"}}",
+             \"event_type\": \"{}\", {time_field}\"ip_address\": \"1.2.3.4\"}}",
             id(3, hash % 1000),
             id(4, (hash >> 10) % 1000),
             id(2, (hash >> 20) % (CAMPAIGNS * ADS_PER_CAMPAIGN)),
             AD_TYPES[((hash >> 32) % 5) as usize],
             EVENT_TYPES[((hash >> 40) % 3) as usize],
-            1_700_000_000_000 + k * 100 / count,
         );
         records.push(event.as_bytes());
+        if time_beside {
+            records.timestamps.push(time);
+        }
     }
     records
 }

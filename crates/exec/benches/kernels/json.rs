@@ -2,7 +2,7 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use sleet_exec::json::JsonDecoder;
 use sleet_plan::{DataType, Field, Schema};
 
-use crate::events::json_events;
+use crate::events::{json_events, json_events_timestamped};
 
 /// The ysb events' fields, decoded with the projection the ysb plan pushes into the decoder.
 pub fn decode(c: &mut Criterion) {
@@ -24,6 +24,17 @@ pub fn decode(c: &mut Criterion) {
     let records = json_events(events);
     group.throughput(Throughput::Elements(events));
     group.bench_with_input(BenchmarkId::new("ysb_events", events), &records, |b, records| {
+        b.iter(|| {
+            let output = decoder.decode(records);
+            assert!(output.dead_letters.is_empty());
+            output.batch
+        })
+    });
+    // The same events with their event time beside them, as a Kafka source hands over record
+    // timestamps, and the decoder taking the column from there.
+    let records = json_events_timestamped(events);
+    let decoder = decoder.with_record_timestamps("event_time");
+    group.bench_with_input(BenchmarkId::new("ysb_events_record_timestamps", events), &records, |b, records| {
         b.iter(|| {
             let output = decoder.decode(records);
             assert!(output.dead_letters.is_empty());
