@@ -1,6 +1,7 @@
 //! What reaches the coordinator from the network edge and the heartbeat watch: one event
-//! type in a module of its own, so that `server` and `liveness`, which both send it, depend
-//! on it and not on each other.
+//! type in a module of its own, which `server` and `liveness` both send. The arrow between
+//! them goes one way: the server hands heartbeats to `liveness` directly, so that a busy
+//! event queue never delays them, and `liveness` knows nothing of the server.
 
 use sleet_plan::JobFile;
 use sleet_wire::{DriverToClient, JobId, WorkerId, WorkerToDriver};

@@ -7,7 +7,7 @@
 //! the turn on after its output is written.
 //!
 //! A pass wakes the one task whose turn comes next and no other. Up to `ordered_ahead` tasks
-//! of a partition wait at once (16 by default; every source partition is ordered), so a turn
+//! of a partition wait at once (16 by default; the partitions of Kafka and file sources and of stateful stages are ordered), so a turn
 //! that woke every waiter to let each check whether it was its own cost a poll of each of
 //! them per batch, and on the inline cpu of a one-core worker those polls were most of a
 //! tiny task's cost.
