@@ -3,6 +3,7 @@
 
 use std::future::Future;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -12,6 +13,14 @@ use crate::interrupt;
 /// After Ctrl-C, how long a command gets to stop its job and print what ran before the
 /// process exits anyway.
 pub const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+
+static PROGRAM: OnceLock<&'static str> = OnceLock::new();
+
+/// The running binary's name as its `Frame` gave it, for messages printed away from `run`
+/// (`sleet` before `run` started, as in unit tests).
+pub fn program() -> &'static str {
+    PROGRAM.get().copied().unwrap_or("sleet")
+}
 
 /// How a command runs.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +43,7 @@ where
     // Before the runtime's threads start and the heap grows.
     crate::memory::small_pages_only();
     let Frame { program, current_thread, grace } = frame;
+    let _ = PROGRAM.set(program);
     let mut builder = if current_thread {
         tokio::runtime::Builder::new_current_thread()
     } else {

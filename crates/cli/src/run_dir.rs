@@ -60,12 +60,7 @@ impl RunDir {
         if succeeded {
             let _ = std::fs::remove_dir_all(&self.path);
         } else {
-            // Named after the binary that ran: `sleet-bench` keeps run directories too.
-            let program = std::env::args_os()
-                .next()
-                .and_then(|path| Some(std::path::Path::new(&path).file_name()?.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "sleet".to_string());
-            eprintln!("{program}: the run's logs and output are kept in {}", self.path.display());
+            eprintln!("{}: the run's logs and output are kept in {}", crate::entry::program(), self.path.display());
         }
     }
 }
