@@ -87,8 +87,9 @@ pub struct SampleLog {
     logged_tasks: usize,
 }
 
-/// A task's report as the model takes it, with the report's monotask records.
-pub fn task_sample(report: &TaskReport, stats: &TaskStats, monotasks: Vec<MonotaskRecord>) -> TaskSample {
+/// A task's report as the model takes it, without its monotask records: the log keeps those
+/// beside the sample (`BatchTasks`) and puts them back when it hands samples out.
+fn task_sample(report: &TaskReport, stats: &TaskStats) -> TaskSample {
     TaskSample {
         stage: report.task.stage.0,
         partition: report.task.partition,
@@ -97,7 +98,7 @@ pub fn task_sample(report: &TaskReport, stats: &TaskStats, monotasks: Vec<Monota
         started_at_us: report.started_at_us,
         finished_at_us: report.finished_at_us,
         records_in: stats.records_in,
-        monotasks,
+        monotasks: Vec::new(),
     }
 }
 
@@ -136,7 +137,7 @@ impl SampleLog {
         self.pending
             .entry(report.task.batch)
             .or_insert_with(|| BatchTasks::with_capacity(tasks, records))
-            .push(task_sample(report, stats, Vec::new()), monotasks);
+            .push(task_sample(report, stats), monotasks);
         self.pending_tasks += 1;
         while self.pending_tasks > PENDING_TASKS_MAX {
             let Some((_, dropped)) = self.pending.pop_first() else { break };
@@ -268,7 +269,7 @@ mod tests {
     }
 
     fn sample_of(report: &TaskReport, stats: &TaskStats) -> TaskSample {
-        task_sample(report, stats, report.monotasks.clone())
+        TaskSample { monotasks: report.monotasks.clone(), ..task_sample(report, stats) }
     }
 
     fn log_task(log: &mut SampleLog, report: &TaskReport, stats: &TaskStats) {
