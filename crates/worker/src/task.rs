@@ -20,8 +20,8 @@ use sleet_durable::checkpoint_store::{snapshot_name, CheckpointStore};
 use sleet_exec::pipeline::{StageInputData, StageRunOutput};
 use sleet_exec::window::ClosedWindow;
 use sleet_exec::RawRecords;
-use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
-use sleet_plan::{StageInput, StageOutput};
+use sleet_monotask::{EventWait, MonotaskKind, MonotaskRecord, Resource};
+use sleet_plan::{SourceRange, StageInput, StageOutput};
 use sleet_wire::clock::now_us;
 use sleet_wire::{
     BlockId, BlockLocation, BlockMeta, PartitionSnapshot, TaskDescriptor, TaskInput, TaskOutcome, TaskReport,
@@ -164,6 +164,15 @@ struct BadRecord {
     position: Option<i64>,
 }
 
+/// What a source task's read found out, for its stats.
+#[derive(Default)]
+struct SourceRead {
+    range: Option<SourceRange>,
+    event_wait: Option<EventWait>,
+    /// What the source was waiting for when the batch closed, if anything.
+    waiting: Option<String>,
+}
+
 async fn execute(
     ctx: &Arc<WorkerContext>,
     job: &Arc<JobRuntime>,
@@ -174,7 +183,6 @@ async fn execute(
     let task = descriptor.task;
     let mut turn_held = None;
     let stage = job.stage(task.stage)?;
-    let mut stats = TaskStats::default();
     let pipeline = job.pipeline(task.stage, task.partition)?;
     let sink = match &stage.output {
         StageOutput::Sink(spec) => job.sink(task.stage, task.partition, spec)?,
@@ -188,7 +196,9 @@ async fn execute(
     };
     // A source task's source, for its dead letters' positions.
     let mut source_of_task: Option<Arc<dyn Source>> = None;
-    let result = match (&stage.input, &descriptor.input) {
+    // What a source told about its read; the stats are put together only after the compute,
+    // so that they are not part of the task's state across its awaits (see `run_or_spawn`).
+    let (result, source_read) = match (&stage.input, &descriptor.input) {
         (StageInput::Source(spec), TaskInput::Source) => {
             let source = source_of_task.insert(job.source(spec, task.partition));
             let read_pool = ctx.pool(source.resource())?;
@@ -230,17 +240,29 @@ async fn execute(
                 push_map_compute(monotasks, compute_record, &result.0);
                 result
             } else {
-                let ((input, range), record) = read_pool.run(MonotaskKind::SourceRead, read).await;
-                monotasks.push(record);
-                let range = range?;
-                let (result, record) = ctx.cpu.run(MonotaskKind::MapCompute, move || compute_input(input)).await;
-                push_map_compute(monotasks, record, &result);
-                (result, Some(range))
+                // Boxed: only sources read off the cpu (Kafka, files) take this path, whose
+                // two awaits would otherwise size the future of every task.
+                Box::pin(async {
+                    let ((input, range), record) = read_pool.run(MonotaskKind::SourceRead, read).await;
+                    monotasks.push(record);
+                    match range {
+                        Ok(range) => {
+                            let (result, record) =
+                                ctx.cpu.run(MonotaskKind::MapCompute, move || compute_input(input)).await;
+                            push_map_compute(monotasks, record, &result);
+                            (result, Some(range))
+                        }
+                        Err(error) => (Err(WorkerError::from(error)), None),
+                    }
+                })
+                .await
             };
-            stats.source_range = range.map(|(range, _)| range);
-            stats.event_wait = range.and_then(|(_, wait)| wait);
-            stats.source_waiting = source.waiting();
-            result
+            let read = SourceRead {
+                range: range.map(|(range, _)| range),
+                event_wait: range.and_then(|(_, wait)| wait),
+                waiting: source.waiting(),
+            };
+            (result, read)
         }
         (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
             // Boxed: a fetch's state is large and only reduce tasks need it, while every
@@ -252,7 +274,7 @@ async fn execute(
             let (result, record) =
                 ctx.cpu.run(MonotaskKind::ReduceCompute, move || compute_input(StageInputData::Blocks(batches))).await;
             monotasks.push(record);
-            result
+            (result, SourceRead::default())
         }
         (expected, found) => {
             return Err(WorkerError::Internal(format!(
@@ -260,11 +282,11 @@ async fn execute(
             )))
         }
     };
-    let Computed { output, writes, .. } = result?;
-    stats = TaskStats {
-        source_range: stats.source_range,
-        event_wait: stats.event_wait,
-        source_waiting: stats.source_waiting.take(),
+    let Computed { output, writes, .. } = *result?;
+    let mut stats = TaskStats {
+        source_range: source_read.range,
+        event_wait: source_read.event_wait,
+        source_waiting: source_read.waiting,
         ..task_stats(&output, writes.sink_rows)
     };
     // A batch's dead letters belong to the attempt that commits it, so a task with bad
@@ -407,7 +429,7 @@ fn window_latencies_ms(closed: &[ClosedWindow], visible_at_ms: &[Option<i64>]) -
 fn push_map_compute(
     monotasks: &mut Vec<MonotaskRecord>,
     record: MonotaskRecord,
-    result: &Result<Computed, WorkerError>,
+    result: &Result<Box<Computed>, WorkerError>,
 ) {
     let Ok(computed) = result else {
         monotasks.push(record);
@@ -447,7 +469,9 @@ fn input_bytes(input: &StageInputData) -> u64 {
     }
 }
 
-/// What a task's compute monotask produced, and how long its decoding took of it.
+/// What a task's compute monotask produced, and how long its decoding took of it. Boxed
+/// where it is returned: it passes through several futures and closures on its way out, and
+/// at a few hundred bytes the copies cost more than the allocation.
 struct Computed {
     output: StageRunOutput,
     writes: Writes,
@@ -460,7 +484,7 @@ fn compute(
     input: &StageInputData,
     batch: u64,
     sink: Option<&dyn Sink>,
-) -> Result<Computed, WorkerError> {
+) -> Result<Box<Computed>, WorkerError> {
     let mut pipeline = pipeline.lock().expect("pipeline lock");
     let rows = pipeline.decode(input)?;
     // One clock read more per source task, none for others: the monotask's start is the
@@ -486,7 +510,7 @@ fn compute(
             .collect(),
         StageInputData::Decoded(_) | StageInputData::Blocks(_) => Vec::new(),
     };
-    Ok(Computed { output, writes: Writes { sink_rows, sink_bytes, dead_letters }, decoded_at_us })
+    Ok(Box::new(Computed { output, writes: Writes { sink_rows, sink_bytes, dead_letters }, decoded_at_us }))
 }
 
 /// Local blocks come straight from the store; remote ones are pulled, one net monotask per
