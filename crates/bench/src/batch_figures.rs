@@ -4,8 +4,8 @@
 //! - *Sustained throughput* is what was processed per second of wall time: the events of the
 //!   measured batches over the span from the first of them launching to the last finishing.
 //!   The rate offered to the source is a configuration, reported apart.
-//! - *Stable* means the backlog does not grow (sustainable throughput, Karimov et al., ICDE
-//!   2018): over the measured batches the least-squares slope of the lag (finish minus
+//! - *Stable* means the backlog does not grow, so the job could keep up with the rate
+//!   indefinitely: over the measured batches the least-squares slope of the lag (finish minus
 //!   scheduled end) against scheduled time is at most [`LAG_SLOPE_MAX_MS_PER_S`], and the
 //!   lag's 99th percentile stays under [`lag_bound_ms`]. Latency is reported separately and
 //!   never folded into the word.

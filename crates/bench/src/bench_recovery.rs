@@ -44,8 +44,8 @@ pub struct BenchRecoveryArgs {
     /// for 4 workers]: a multiple of both the workers and the survivors, so that the
     /// survivors take equal shares of the lost worker's partitions and latency after the
     /// recovery is what it was before. With workers × cores partitions one survivor takes
-    /// the lost one's and does twice the others' work: latency then settles 20–30 % above
-    /// its level before the failure (measured with 4 workers at 100 ms batches).
+    /// the lost one's and does twice the others' work, and latency then settles above its
+    /// level before the failure (measured, see docs/experiments/2026-11-26-recovery-reuse.md).
     #[arg(long)]
     pub partitions: Option<u32>,
     /// Length of each run, in batches' time; a bare number is in seconds.

@@ -1,11 +1,11 @@
-//! `sleet-bench sched` and `sleet-bench shuffle` (`benchmarks/README.md`, Drizzle §5.2): how long a
-//! batch takes when the work is tiny and coordination is all that is left.
+//! `sleet-bench sched` and `sleet-bench shuffle` (`benchmarks/README.md`): how long a batch
+//! takes when the work is tiny and coordination is all that is left.
 //!
 //! `sched` is one stage with one task per worker core, each summing random numbers; `shuffle`
 //! adds a reduce stage of 16 tasks. The batches are a backlog (batch 0 starts in the past, so
 //! every batch is closed when the job starts): the cluster runs them as fast as its scheduler
 //! lets it. A run's time per batch is the wall time from the driver's first launch to the
-//! last batch's completion, over the number of batches (Drizzle's measure). Gaps between
+//! last batch's completion, over the number of batches: what the scheduler costs. Gaps between
 //! completions would not do: under group scheduling workers do not move in lockstep, so
 //! completions bunch up behind the slowest worker and their gaps show only its tail.
 //!
@@ -101,9 +101,10 @@ pub struct BenchSchedArgs {
 const BATCH_INTERVAL_MS: u64 = 10;
 /// `shuffle`'s window: a hundred batches of numbers summed per key.
 const SHUFFLE_WINDOW_MS: i64 = 1000;
-/// Keys per task: by default a task sums all its numbers into one, as Drizzle §5.2 has it;
-/// `shuffle` sends that sum to the one reduce task its key hashes to. Every map task still
-/// announces its output to every reduce task, empty ones included.
+/// Keys per task: by default a task sums all its numbers into one, so its output is as small
+/// as it can be and coordination is what is left; `shuffle` sends that sum to the one reduce
+/// task its key hashes to. Every map task still announces its output to every reduce task,
+/// empty ones included.
 fn keys(args: &BenchSchedArgs) -> u32 {
     args.keys_per_task
 }

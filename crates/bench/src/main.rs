@@ -65,7 +65,7 @@ struct Cli {
 enum BenchWorkload {
     /// The Yahoo Streaming Benchmark (benchmarks/README.md).
     Ysb(Box<bench_ysb::BenchYsbCommand>),
-    /// Scheduling micro-benchmark: one stage of tiny tasks, as in Drizzle §5.2.
+    /// Scheduling micro-benchmark: one stage of tiny tasks, so coordination is all that is left.
     Sched(bench_sched::BenchSchedArgs),
     /// Scheduling micro-benchmark: `sched` plus a reduce stage behind a shuffle.
     Shuffle(bench_sched::BenchSchedArgs),

@@ -1,5 +1,5 @@
-//! Blocked-time analysis (thesis §3.3, §5.6.5): how much faster each batch would be if the
-//! network, the disk or coordination took no time.
+//! Blocked-time analysis (`docs/design/performance-model.md`): how much faster each batch
+//! would be if the network, the disk or coordination took no time.
 //!
 //! Each task is modelled as its resources used one after another: per resource, the time in
 //! which one of its monotasks on that resource was queued or running (concurrent fetches
@@ -9,10 +9,10 @@
 //!   batch = coordination + Σ_stages max_tasks Σ_resources busy(task, resource)
 //! ```
 //!
-//! Removing a resource drops its term from every task. As in the thesis, the speed-up is
-//! taken against this simulated batch time, not the measured one, so the simulation's own
-//! error does not count as a resource's importance; and it is a best case, because time
-//! spent on one resource might have overlapped another.
+//! Removing a resource drops its term from every task. The speed-up is taken against this
+//! simulated batch time, not the measured one, so the simulation's own error does not count
+//! as a resource's importance; and it is a best case, because time spent on one resource
+//! might have overlapped another.
 
 use std::collections::BTreeMap;
 

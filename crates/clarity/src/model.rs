@@ -1,5 +1,6 @@
-//! The per-resource model of the monotasks thesis (§5.6.1): per stage, the ideal time on each
-//! resource; the modelled time is their maximum and the argmax is the bottleneck. Also the
+//! The per-resource model (`docs/design/performance-model.md`): per stage, the ideal time on
+//! each resource, which the records can tell apart because every monotask uses one resource;
+//! the modelled time is their maximum and the argmax is the bottleneck. Also the
 //! cases no resource explains (source-bound, coordination-bound), and utilization and queue
 //! length per worker, resource and second.
 //!
@@ -160,7 +161,7 @@ pub struct JobModel {
 /// The throughputs the model divides bytes by: the shape's when given, otherwise what the
 /// records show: bytes ÷ the time the resource was busy on each worker (concurrent monotasks
 /// counted once). A resource that never ran near its limit shows less than it could do, so
-/// its ideal time is an upper bound, as in the thesis.
+/// its ideal time is an upper bound.
 pub fn throughputs(run: &RunSamples) -> Throughputs {
     let derive = |resource| derived_throughput(run, resource);
     Throughputs {

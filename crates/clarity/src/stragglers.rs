@@ -1,5 +1,5 @@
-//! Straggler causes (thesis §4.8, `docs/design/performance-model.md`): tasks much slower than their
-//! stage's median, each with the cause its monotasks show, counted per cause.
+//! Straggler causes (`docs/design/performance-model.md`): tasks much slower than their stage's
+//! median, each with the cause its monotasks show, counted per cause.
 //!
 //! The median is over the stage's tasks across the whole run, not within one batch: a batch
 //! holds one task per partition, often two to four, and with so few a straggler drags its own

@@ -1,6 +1,7 @@
-//! What-if answers (thesis §5.6.2–5.6.4): scale the model's terms for a changed configuration,
-//! re-take the maximum, and scale the run's measured batch time by the modelled change, which
-//! corrects for what the model leaves out (ramp-up, imperfect parallelism) as the thesis does.
+//! What-if answers (`docs/design/performance-model.md`): scale the model's terms for a changed
+//! configuration, re-take the maximum, and scale the run's measured batch time by the modelled
+//! change rather than answer with the modelled time alone, so that what the model leaves out
+//! (ramp-up, imperfect parallelism) stays in the prediction.
 //!
 //! ```text
 //!  "cores=2,net=0.25" ─parse_scenarios─▶ [Scenario] ─┐

@@ -3,10 +3,9 @@
 //! mimalloc asks for transparent huge pages on the arenas it reserves, so a heap that grows
 //! faults in 2 MiB at a time and the thread that touched it zeroes the whole page first. In
 //! `bench sched` at 16 workers (17 processes on two cores, each growing its heap through the
-//! first thousand batches) that zeroing took 15 % of the driver's time and made a batch 1.2×
-//! as long: 0.0512 against 0.0416 ms, medians of 4 alternating pairs, while ysb's capacity
-//! was the same either way (4.59 M events/s, 2 pairs each). The experiment note is
-//! docs/experiments/2026-11-27-group-scheduling-regression.md.
+//! first thousand batches) that zeroing took a visible share of the driver's time and made
+//! every batch longer, while ysb's capacity was the same either way, so every sleet process
+//! takes small pages (measured, see docs/experiments/2026-11-27-group-scheduling-regression.md).
 
 /// Turns transparent huge pages off for this process and every process it starts (the flag
 /// is inherited across fork and exec). `entry::run` calls it before the runtime starts: pages

@@ -1,4 +1,6 @@
-//! The group scheduler (Drizzle §3): the driver coordinates once per group of batches.
+//! The group scheduler (`docs/design/group-scheduling.md`): the driver coordinates once per
+//! group of batches instead of once per stage of every batch, so its cost per batch shrinks as
+//! the group grows.
 //!
 //! For each group the driver decides placement (reused while membership is unchanged) and
 //! sends one `LaunchGroup` per worker; the workers' local schedulers start each task when its

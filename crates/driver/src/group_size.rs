@@ -1,6 +1,6 @@
-//! The group-size controller (Drizzle §3.4): how many batches to schedule with one
-//! coordination round. Pure: it takes the measured coordination overhead of the group that
-//! just ended and returns the size of the next one.
+//! The group-size controller (`docs/design/group-scheduling.md`): how many batches to schedule
+//! with one coordination round. Pure: it takes the measured coordination overhead of the group
+//! that just ended and returns the size of the next one.
 //!
 //! Overhead (see `group_tracker`) is smoothed with an exponential average so one noisy group
 //! does not swing the size. Above the upper bound the size doubles: coordination dominates

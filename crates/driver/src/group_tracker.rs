@@ -2,8 +2,8 @@
 //! each batch completes, and what coordinating each group cost. Pure: it takes reports and
 //! returns what they completed.
 //!
-//! The coordination overhead of a group follows Drizzle §3.4: the share of the time spent on
-//! the group that went to coordination rather than to executing its tasks,
+//! The coordination overhead of a group is the share of the time spent on the group that went
+//! to coordination rather than to executing its tasks (`docs/design/group-scheduling.md`),
 //!
 //! ```text
 //!   overhead = C / (C + E)

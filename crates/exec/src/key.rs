@@ -2,14 +2,13 @@
 //! group table hashes and compares one short byte string per row and keeps no per-key object.
 //! The bytes are also the keys of window-state snapshots, so they are part of that format.
 //!
-//! Kept over the `arrow-row` crate's row format, measured against it on the same keys in
-//! `benches/kernels/keys.rs` (encode plus the group table's hash, 4 096 rows, 2026-11-27, a
-//! shared 2-core machine at load 7, medians of 100 and 200 samples in two runs): a ysb campaign
-//! id 119–136 µs here against 105–107 µs, a campaign id and an integer 112–137 µs against
-//! 111–114 µs. Its lead is within the run-to-run spread and a few ns per row, under 1 % of a ysb
-//! map task's CPU (JSON decoding is ~690 ns per event), while its bytes would become the
-//! snapshot format: `arrow-row` promises them only to the converter that made them, and
-//! decoding foreign bytes may panic, where a damaged snapshot must be an error.
+//! Kept over the `arrow-row` crate's row format, which was measured against it on the same keys
+//! (encode plus the group table's hash, `benches/kernels/keys.rs`; the figures are in
+//! `benchmarks/README.md`, "Micro-benchmarks"). `arrow-row` came out ahead by less than the
+//! run-to-run spread, a difference lost in a ysb map task's CPU, which JSON decoding dominates,
+//! while its bytes would become the snapshot format: `arrow-row` promises them only to the
+//! converter that made them, and decoding foreign bytes may panic, where a damaged snapshot
+//! must be an error.
 //!
 //! ```text
 //! key   = value{key columns}
@@ -28,8 +27,8 @@ pub(crate) const TAG_FLOAT64: u8 = 3;
 pub(crate) const TAG_BOOLEAN: u8 = 4;
 
 /// A batch's key columns, each cast to its type once, so encoding a row does no type dispatch
-/// through `dyn Array` (encoding a row per `dyn Array` cost 140 µs and 170 µs in the runs
-/// above, 10–35 % more).
+/// through `dyn Array`, which made encoding measurably slower on the same benchmark (measured,
+/// see docs/experiments/2026-11-27-comment-figures.md).
 pub struct KeyColumns<'a> {
     columns: Vec<KeyColumn<'a>>,
 }

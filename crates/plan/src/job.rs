@@ -95,7 +95,8 @@ impl<'de> Deserialize<'de> for GroupSize {
     }
 }
 
-/// The band the automatic group size keeps the coordination overhead in (Drizzle §3.4).
+/// The band the automatic group size keeps the coordination overhead in: above it the group
+/// grows, below it the group shrinks (`docs/design/group-scheduling.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct OverheadBounds {
     pub low: f64,

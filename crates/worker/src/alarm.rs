@@ -1,10 +1,10 @@
 //! A wake-up at a given microsecond, for the moment a batch closes. Tokio's timer counts
 //! whole milliseconds and rounds a deadline up to the next one, so a source task due at a
-//! batch's close started 0–2 ms after it (measured: p50 0.8 ms on one worker, 1.6 ms on two),
-//! which every batch's latency carried, and two workers woke at different points of that
-//! range, so a batch on two ran as long as the later one. A thread of its own sleeps on a
-//! condition variable (a high-resolution kernel timer, with its timer slack cut to 1 µs)
-//! and wakes the event loop through a `Notify`.
+//! batch's close started up to a couple of milliseconds after it, which every batch's latency
+//! carried, and two workers woke at different points of that range, so a batch on two ran as
+//! long as the later one (measured, see docs/experiments/2026-11-27-comment-figures.md). A
+//! thread of its own sleeps on a condition variable (a high-resolution kernel timer, with its
+//! timer slack cut to 1 µs) and wakes the event loop through a `Notify`.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};

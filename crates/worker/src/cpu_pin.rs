@@ -2,12 +2,12 @@
 //!
 //! Workers that share a host all close a batch at the same instant, so their threads wake
 //! together, and the kernel may place two of them on one core while another sits idle: the
-//! idle core pulls one over only at its next balancing pass, milliseconds later. Measured
-//! here with two one-core workers on a two-core host at 300 K events/s: in one batch of ten
-//! both tasks ran on one core, the batch taking 10 ms instead of 5.6, and a worker's event
-//! loop waited 2 ms behind the other's task before it could start its own. A worker pinned
-//! to its own cores meets neither; the price is that it cannot borrow a core its neighbour
-//! leaves idle.
+//! idle core pulls one over only at its next balancing pass, milliseconds later. With two
+//! one-core workers sharing a two-core host, some batches ran both tasks on one core and took
+//! far longer than the rest, and a worker's event loop waited behind the other worker's task
+//! before it could start its own (measured, see docs/experiments/2026-11-27-comment-figures.md).
+//! A worker pinned to its own cores meets neither; the price is that it cannot borrow a core
+//! its neighbour leaves idle.
 
 use std::io;
 

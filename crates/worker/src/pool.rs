@@ -226,9 +226,9 @@ impl JobQueue {
 /// Puts this pool thread in the batch scheduling class, whose threads never preempt the one
 /// that woke them. A task's launch queues its first monotask and wakes a pool thread; a
 /// normal woken thread took the event loop's core on the spot, and the loop, halfway through
-/// launching a batch's tasks, waited ~1.9 ms for a core again (measured: of two source tasks
-/// due at one close, the second started 2.0 ms after it). Compute threads are throughput
-/// work; the loop that feeds them is not.
+/// launching a batch's tasks, waited for a core again, so the second of two source tasks due
+/// at one close started late (measured, see docs/experiments/2026-11-27-comment-figures.md).
+/// Compute threads are throughput work; the loop that feeds them is not.
 fn never_preempt_wakers() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: changes only the calling thread's policy; SCHED_BATCH needs no privilege.

@@ -1,6 +1,7 @@
 //! Map outputs kept after their reducers read them, so that a recovery re-runs on survivors only
-//! what the lost worker held (`docs/design/recovery.md`; Drizzle §3.3: surviving map outputs are
-//! reused).
+//! what the lost worker held: reading and decoding a batch's input again is most of a ysb
+//! batch's work, and since a batch is a pure function of its input, a survivor's outputs are
+//! what a re-run would produce (`docs/design/recovery.md`).
 //!
 //! ```text
 //!  source task of a stateless stage ends ─▶ keep (blocks, stats)   [if under the byte bound]

@@ -48,7 +48,8 @@ pub struct BenchYsbArgs {
     /// Source and reduce partitions; default one per worker core.
     #[arg(long)]
     pub partitions: Option<u32>,
-    /// Disable map-side partial aggregation (the paper's groupBy instead of reduceBy).
+    /// Disable map-side partial aggregation: every row is shuffled and aggregated on the reduce
+    /// side only, as a groupBy does where a reduceBy combines first.
     #[arg(long)]
     pub no_combine: bool,
     /// Share of generated records that are malformed, mistyped or oversized.
