@@ -76,9 +76,8 @@ profile=release
 if $smoke; then
     [ -n "$runs$seconds" ] || seconds=5
     # A smoke run checks that every target builds and survives its seeds for a few seconds;
-    # an unoptimised build does that for far less compile time than an optimised one
-    # (measured from a clean target dir: 168 CPU-s for --dev with the line tables fuzz/Cargo.toml
-    # asks of the dev profile, 548 for the release profile with --codegen-units 16).
+    # an unoptimised build does that for about a third of an optimised one's compile time
+    # (measured: docs/experiments/2026-11-27-comment-figures.md, "CI's fuzz smoke").
     build_flags=(--dev --sanitizer none)
     profile=debug
     if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
