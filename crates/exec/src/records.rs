@@ -4,7 +4,7 @@
 use sleet_monotask::EventWait;
 
 /// Record `i` is `data[offsets[i]..offsets[i + 1]]`. One allocation per batch, not per record.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawRecords {
     pub data: Vec<u8>,
     /// Always starts with 0 and has `len() + 1` entries.
@@ -21,15 +21,17 @@ pub struct RawRecords {
     pub event_wait: Option<EventWait>,
 }
 
+/// Not derived: an empty batch still has its first offset, which a derived default lacks
+/// (its `len()` would underflow), and `std::mem::take` leaves a default behind.
+impl Default for RawRecords {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RawRecords {
     pub fn new() -> Self {
-        RawRecords {
-            data: Vec::new(),
-            offsets: vec![0],
-            positions: Vec::new(),
-            timestamps: Vec::new(),
-            event_wait: None,
-        }
+        Self::with_capacity(0, 0)
     }
 
     pub fn with_capacity(records: usize, bytes: usize) -> Self {
@@ -124,5 +126,16 @@ mod tests {
         extended.extend_from(&source, 1..4);
         extended.extend_from(&source, 2..2);
         assert_eq!(extended, pushed);
+    }
+
+    #[test]
+    fn what_a_take_leaves_behind_is_a_usable_empty_batch() {
+        let mut records = RawRecords::new();
+        records.push(b"a");
+        let taken = std::mem::take(&mut records);
+        assert_eq!(taken.len(), 1);
+        assert!(records.is_empty());
+        records.push(b"bc");
+        assert_eq!(records.iter().collect::<Vec<_>>(), vec![&b"bc"[..]]);
     }
 }

@@ -12,9 +12,8 @@ pub enum WorkerError {
     Exec(#[from] sleet_exec::ExecError),
     #[error("connector failed")]
     Connector(#[from] sleet_connectors::ConnectorError),
-    /// The checkpoint store refused a snapshot's read or write. Worded as it was while the
-    /// store lived in the connectors, so that a failed task's report reads the same.
-    #[error("connector failed")]
+    /// The checkpoint store refused a snapshot's read or write.
+    #[error("checkpoint store failed")]
     Checkpoint(#[from] sleet_durable::DurableError),
     /// A peer worker did not answer a fetch; it may have died.
     #[error("fetching shuffle blocks from {address} failed")]
