@@ -14,6 +14,7 @@ pub mod connection;
 pub mod error;
 pub mod fetch;
 pub mod offsets;
+pub mod partitioner;
 pub mod producer;
 pub mod records;
 pub mod retry;
