@@ -111,7 +111,14 @@ pub async fn run(config: DriverConfig, connectors: Arc<dyn ConnectorCheck>) -> R
         watching: None,
         last_outcome: None,
     };
-    coordinator.serve(resume).await;
+    // On a runtime worker rather than the thread that blocks on the driver's future: a status
+    // frame a connection task has read then wakes the coordinator on the same thread (the
+    // runtime runs a task it just woke next, in place), where waking the blocking thread
+    // would cost a cross-thread wake-up per message.
+    // Its panic stays the driver's panic, as it was when the coordinator ran in place.
+    if let Err(error) = tokio::spawn(coordinator.serve(resume)).await {
+        std::panic::resume_unwind(error.into_panic());
+    }
     Ok(())
 }
 
