@@ -71,7 +71,13 @@ fn batch(connection: usize, first: u64, count: usize) -> String {
 }
 
 /// A minimal HTTP/1.1 keep-alive exchange: the status and body of one request.
-async fn exchange(stream: &mut BufReader<TcpStream>, address: &str, method: &str, path: &str, body: &str) -> Result<(u16, String)> {
+async fn exchange(
+    stream: &mut BufReader<TcpStream>,
+    address: &str,
+    method: &str,
+    path: &str,
+    body: &str,
+) -> Result<(u16, String)> {
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()

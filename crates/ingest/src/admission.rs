@@ -41,7 +41,12 @@ impl InFlight {
                 self.records_max, self.bytes_max
             )));
         }
-        let busy = || Refusal::Overloaded(format!("records in flight are at the server's bound ({} records, {} bytes)", self.records_max, self.bytes_max));
+        let busy = || {
+            Refusal::Overloaded(format!(
+                "records in flight are at the server's bound ({} records, {} bytes)",
+                self.records_max, self.bytes_max
+            ))
+        };
         let records = Arc::clone(&self.records).try_acquire_many_owned(records as u32).map_err(|_| busy())?;
         let bytes = Arc::clone(&self.bytes).try_acquire_many_owned(bytes as u32).map_err(|_| busy())?;
         Ok(Admission { _records: records, _bytes: bytes })

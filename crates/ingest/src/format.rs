@@ -173,7 +173,10 @@ mod tests {
     #[test]
     fn keys_come_in_record_order() {
         check(r#"{"gateway_id": "a", "ts": 1}"#, Ok(vec!["a"]));
-        check(r#"[{"ts": 1, "gateway_id": "a\u00e9"}, {"gateway_id": "b", "ts": 2, "extra": [1, {"x": 2}]}]"#, Ok(vec!["aé", "b"]));
+        check(
+            r#"[{"ts": 1, "gateway_id": "a\u00e9"}, {"gateway_id": "b", "ts": 2, "extra": [1, {"x": 2}]}]"#,
+            Ok(vec!["aé", "b"]),
+        );
     }
 
     #[test]

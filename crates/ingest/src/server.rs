@@ -78,9 +78,10 @@ impl Ingest {
         match tokio::time::timeout(self.ack_timeout, answer).await {
             Ok(Ok(outcome)) => outcome,
             Ok(Err(_)) => Err(Refusal::KafkaUnavailable("the Kafka writer stopped".to_string())),
-            Err(_) => {
-                Err(Refusal::Timeout(format!("Kafka did not acknowledge within the ack timeout of {:?}", self.ack_timeout)))
-            }
+            Err(_) => Err(Refusal::Timeout(format!(
+                "Kafka did not acknowledge within the ack timeout of {:?}",
+                self.ack_timeout
+            ))),
         }
     }
 }
@@ -252,7 +253,8 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|source| IngestError::Listen { address: args.listen.clone(), source })?;
-    let address = listener.local_addr().map_err(|source| IngestError::Listen { address: args.listen.clone(), source })?;
+    let address =
+        listener.local_addr().map_err(|source| IngestError::Listen { address: args.listen.clone(), source })?;
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let ingest = Arc::new(Ingest {
         format,
@@ -282,8 +284,8 @@ pub async fn serve(
         let _ = shutdown_tx.send(true);
     });
     let mut stop_accepting = shutdown_rx.clone();
-    let server = axum::serve(LimitedListener::new(listener, args.connections_max), router)
-        .with_graceful_shutdown(async move {
+    let server =
+        axum::serve(LimitedListener::new(listener, args.connections_max), router).with_graceful_shutdown(async move {
             let _ = stop_accepting.wait_for(|stopping| *stopping).await;
         });
     let mut server = tokio::spawn(async move { server.await });
@@ -303,7 +305,10 @@ pub async fn serve(
     })
     .await;
     if drained.is_err() {
-        eprintln!("sleet ingest: requests still in flight after the shutdown timeout of {:?} are refused", args.shutdown_timeout);
+        eprintln!(
+            "sleet ingest: requests still in flight after the shutdown timeout of {:?} are refused",
+            args.shutdown_timeout
+        );
     }
     Ok(stats.report(ingest.started))
 }

@@ -75,9 +75,9 @@ pub fn spawn_writer(
     queue_capacity: usize,
 ) -> std::io::Result<(SyncSender<Submission>, std::thread::JoinHandle<()>)> {
     let (sender, receiver) = std::sync::mpsc::sync_channel(queue_capacity);
-    let thread = std::thread::Builder::new()
-        .name("kafka-writer".to_string())
-        .spawn(move || Writer { settings, stats, producer: None, failed_at: None, builders: Vec::new() }.run(receiver))?;
+    let thread = std::thread::Builder::new().name("kafka-writer".to_string()).spawn(move || {
+        Writer { settings, stats, producer: None, failed_at: None, builders: Vec::new() }.run(receiver)
+    })?;
     Ok((sender, thread))
 }
 

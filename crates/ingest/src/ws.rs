@@ -94,11 +94,7 @@ async fn connection(ingest: &Ingest, socket: WebSocket) {
     let mut reading = true;
     let close = loop {
         if !reading && pending.is_empty() {
-            break if ingest.shutting_down() {
-                Some((close_code::AWAY, "the server is shutting down"))
-            } else {
-                None
-            };
+            break if ingest.shutting_down() { Some((close_code::AWAY, "the server is shutting down")) } else { None };
         }
         tokio::select! {
             message = stream.next(), if reading && pending.len() < ingest.ws_pending_max => match message {
