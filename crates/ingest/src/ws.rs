@@ -169,7 +169,11 @@ fn read_message(
     let count = values.len();
     let keys = ingest.format.check(&values).map_err(|bad| {
         ingest.stats.refused(count);
-        (Some(id), bad_records_message(&bad, count), serde_json::to_value(&bad).ok())
+        // The first bad record in the error itself, so a client that logs only the error
+        // still learns which record and field; all of them are in `records`.
+        let first =
+            bad.first().map(|record| format!(": record {}: {}", record.index, record.error)).unwrap_or_default();
+        (Some(id), format!("{}{first}", bad_records_message(&bad, count)), serde_json::to_value(&bad).ok())
     })?;
     ingest.hand_over(values, keys, received).map(|answer| (id, answer)).map_err(|refusal| {
         ingest.stats.refused(count);
