@@ -385,19 +385,74 @@ fn post_until(address: &str, clients: usize, stop: &Arc<AtomicBool>) -> Vec<std:
         .collect()
 }
 
-/// Runs clients against a fresh server, stops it with `stop` once some records are
-/// acknowledged, and checks Kafka holds every acknowledged record exactly once.
-fn acknowledged_records_survive(name: &str, stop_server: impl FnOnce(&mut Server)) {
+/// A WebSocket client sending messages of 25 unique records, up to 4 unanswered, until
+/// `stop` or the server ends the connection: the records acknowledged, and the close code if
+/// the server closed with one.
+fn stream_until(address: &str, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<(Vec<String>, Option<u16>)> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (address, stop) = (address.to_string(), Arc::clone(stop));
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async move {
+            let url = format!("ws://{address}/v1/stream");
+            let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("connecting");
+            let (mut sink, mut stream) = socket.split();
+            let (mut unanswered, mut acked, mut next_id) = (BTreeMap::new(), Vec::new(), 0u64);
+            loop {
+                while unanswered.len() < 4 && !stop.load(Ordering::SeqCst) {
+                    let notes: Vec<String> = (0..25).map(|index| format!("ws-{next_id}-{index}")).collect();
+                    let records: Vec<String> = notes
+                        .iter()
+                        .map(|note| {
+                            format!(r#"{{"gateway_id":"ws-{}","ts":1,"bytes_in":1,"note":"{note}"}}"#, next_id % 7)
+                        })
+                        .collect();
+                    let text = format!(r#"{{"id":{next_id},"records":[{}]}}"#, records.join(","));
+                    if sink.send(Message::Text(text.into())).await.is_err() {
+                        break;
+                    }
+                    unanswered.insert(next_id, notes);
+                    next_id += 1;
+                }
+                match tokio::time::timeout(Duration::from_secs(30), stream.next()).await {
+                    Ok(Some(Ok(Message::Text(text)))) => {
+                        let answer: serde_json::Value = serde_json::from_str(text.as_str()).expect("JSON");
+                        for id in answer["ack"].as_array().into_iter().flatten() {
+                            acked.extend(unanswered.remove(&id.as_u64().expect("an id")).expect("an id sent"));
+                        }
+                        for nack in answer["nack"].as_array().into_iter().flatten() {
+                            unanswered.remove(&nack["id"].as_u64().expect("an id"));
+                        }
+                    }
+                    Ok(Some(Ok(Message::Close(frame)))) => return (acked, frame.map(|frame| u16::from(frame.code))),
+                    Ok(Some(Ok(_))) => {}
+                    _ => return (acked, None),
+                }
+            }
+        })
+    })
+}
+
+/// Runs clients (HTTP and one WebSocket) against a fresh server, stops it with
+/// `stop_server` mid-run, and checks Kafka holds every acknowledged record exactly once.
+/// Returns the close code the WebSocket client saw.
+fn acknowledged_records_survive(name: &str, stop_server: impl FnOnce(&mut Server)) -> Option<u16> {
     let topic = new_topic(name);
     let mut server = Server::start(&name.replace('-', "_"), brokers(), &topic, &[], None);
     let stop = Arc::new(AtomicBool::new(false));
-    let clients = post_until(&server.address, 4, &stop);
-    // Mid-run: the clients have had requests acknowledged and have more in flight.
+    let clients = post_until(&server.address, 3, &stop);
+    let streamer = stream_until(&server.address, &stop);
+    // Mid-run: the clients have had records acknowledged and have more in flight.
     std::thread::sleep(Duration::from_secs(3));
     stop_server(&mut server);
     stop.store(true, Ordering::SeqCst);
-    let acked: Vec<String> = clients.into_iter().flat_map(|client| client.join().expect("a client")).collect();
-    assert!(acked.len() >= 100, "only {} records were acknowledged before the stop", acked.len());
+    let mut acked: Vec<String> = clients.into_iter().flat_map(|client| client.join().expect("a client")).collect();
+    let (streamed, close_code) = streamer.join().expect("the WebSocket client");
+    assert!(acked.len() >= 100, "only {} records were acknowledged over HTTP before the stop", acked.len());
+    assert!(streamed.len() >= 100, "only {} records were acknowledged over WebSocket", streamed.len());
+    acked.extend(streamed);
     let notes: Vec<String> = read_topic(&topic)
         .into_iter()
         .map(|(_, _, value)| {
@@ -415,23 +470,26 @@ fn acknowledged_records_survive(name: &str, stop_server: impl FnOnce(&mut Server
         acked.len(),
         &missing[..missing.len().min(5)]
     );
+    close_code
 }
 
 #[test]
 fn after_a_sigkill_every_acknowledged_record_is_in_kafka() {
-    acknowledged_records_survive("ingest-kill", |server| {
+    let close_code = acknowledged_records_survive("ingest-kill", |server| {
         server.child().kill().expect("SIGKILL");
         server.child().wait().expect("reaped");
     });
+    assert_eq!(close_code, None, "a killed server sends no close frame");
 }
 
 #[test]
 fn sigterm_finishes_what_is_in_flight_and_exits_cleanly() {
-    acknowledged_records_survive("ingest-term", |server| {
+    let close_code = acknowledged_records_survive("ingest-term", |server| {
         let pid = server.child().id() as i32;
         // SAFETY: signalling a child this test started and has not reaped.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
         let status = common::wait_with_limit(server.child(), Duration::from_secs(40));
         assert!(status.success(), "sleet ingest exited with {status} after SIGTERM");
     });
+    assert_eq!(close_code, Some(1001), "WebSocket clients are told the server is going away");
 }
