@@ -229,6 +229,39 @@ fn bad_requests_are_refused_whole_naming_record_and_field_and_nothing_is_written
     assert_eq!(read_topic(&topic).len(), 1);
 }
 
+/// A long linger holds the first request's records in flight: a second request that would
+/// pass the in-flight bound is refused at once with 503, one that never fits with 413, and
+/// once the first is acknowledged there is room again.
+#[test]
+fn records_in_flight_at_their_bound_get_503_with_retry_after() {
+    let topic = new_topic("ingest-bound");
+    let limits = ["--records-in-flight-max", "10", "--linger", "1500ms"];
+    let server = Server::start("ingest_bound", brokers(), &topic, &limits, None);
+    let batch = |count: usize, name: &str| {
+        let records: Vec<String> = (0..count).map(|index| record(&format!("{name}-{index}"), index as i64)).collect();
+        format!("[{}]", records.join(","))
+    };
+    let first = {
+        let (address, body) = (server.address.clone(), batch(8, "first"));
+        std::thread::spawn(move || post(&address, &body))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let refused = post(&server.address, &batch(5, "second"));
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.headers.to_ascii_lowercase().contains("retry-after:"), "{}", refused.headers);
+    assert!(started.elapsed() < Duration::from_millis(1000), "refused at once, not after {:?}", started.elapsed());
+    assert_eq!(post(&server.address, &batch(11, "never")).status, 413, "more records than the bound");
+    assert_eq!(first.join().expect("the first client").status, 200);
+    assert_eq!(post(&server.address, &batch(5, "third")).status, 200, "room again");
+    let mut keys: Vec<String> = read_topic(&topic).into_iter().map(|(_, key, _)| key).collect();
+    keys.sort();
+    let mut expected: Vec<String> =
+        (0..8).map(|index| format!("first-{index}")).chain((0..5).map(|index| format!("third-{index}"))).collect();
+    expected.sort();
+    assert_eq!(keys, expected, "only the acknowledged requests were written");
+}
+
 #[test]
 fn without_kafka_requests_are_refused_with_503_within_the_ack_timeout() {
     // A port nothing listens on: bound, then released.
