@@ -9,6 +9,7 @@
 //!  client        submit, follow (reconnecting to a restarted driver), stop; the status line
 //!  cluster       a driver and workers as child processes of the `sleet` binary on 127.0.0.1
 //!  run_dir       the directory a local run writes to, cleared only if sleet wrote it
+//!  ingest        `sleet ingest`: the server of sleet-ingest, its address and final figures printed
 //!  entry         the async runtime, Ctrl-C (interrupt) and exit codes of a sleet process
 //!  worker_limits the worker's resource-limit flags, passed on by a local cluster
 //!  connector_check  the connectors' submission check, handed to the driver (which links none)
@@ -24,6 +25,7 @@ pub mod connector_check;
 pub mod demo;
 pub mod entry;
 pub mod explain;
+pub mod ingest;
 pub mod interrupt;
 pub mod memory;
 pub mod run_dir;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
-use sleet_cli::{client, demo, explain, interrupt, worker_limits};
+use sleet_cli::{client, demo, explain, ingest, interrupt, worker_limits};
 use sleet_workloads::{duration_arg, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
@@ -120,6 +120,9 @@ enum Command {
     /// Explain a finished benchmark from its result file: the latency breakdown, the
     /// per-resource model and bottleneck, straggler causes, blocked time, and what-if answers.
     Explain(explain::ExplainArgs),
+    /// Serve HTTP and WebSocket ingest into a Kafka topic: records checked against a schema,
+    /// acknowledged once Kafka has them (docs/ingest.md).
+    Ingest(sleet_ingest::IngestArgs),
 }
 
 #[derive(Subcommand)]
@@ -176,7 +179,11 @@ fn main() -> ExitCode {
         // messages, and one thread does that without waking a second one for every message.
         current_thread: matches!(cli.command, Command::Worker { .. }),
         // A driver or worker has nothing to hand back to the user: Ctrl-C ends it at once.
-        grace: if server { Duration::ZERO } else { INTERRUPT_GRACE },
+        grace: match &cli.command {
+            _ if server => Duration::ZERO,
+            Command::Ingest(args) => ingest::grace(args),
+            _ => INTERRUPT_GRACE,
+        },
     };
     sleet_cli::entry::run(frame, || run(cli.command))
 }
@@ -266,6 +273,7 @@ async fn run(command: Command) -> Result<ExitCode> {
             println!("{}", job.to_json());
         }
         Command::Explain(args) => explain::run(&args)?,
+        Command::Ingest(args) => ingest::run(args).await?,
         Command::Gen { workload: GenWorkload::Ysb(args) } => {
             let produced = tokio::task::spawn_blocking(move || gen_ysb::run(&args)).await??;
             println!("{}", serde_json::to_string(&produced)?);

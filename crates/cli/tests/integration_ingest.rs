@@ -1,0 +1,528 @@
+//! `sleet ingest` against a real Kafka broker: records acknowledged over HTTP and WebSocket
+//! are read back from Kafka (keys, partitions, bytes); bad input, oversized bodies, a wrong
+//! token, an absent broker and a client that does not read are refused without harm; and
+//! after a SIGKILL mid-run every acknowledged record is in Kafka.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::kafka::{brokers, fresh_topic};
+use common::{sleet, test_dir, Reaper};
+use sleet_kafka::admin::ensure_topic;
+use sleet_kafka::cluster::Cluster;
+use sleet_kafka::fetch::{FetchSettings, PartitionReader};
+use sleet_kafka::offsets::OffsetQuery;
+
+const PARTITIONS: u32 = 3;
+const SCHEMA: &str = r#"{"fields": [
+    {"name": "gateway_id", "data_type": "utf8"},
+    {"name": "ts", "data_type": "int64"},
+    {"name": "bytes_in", "data_type": "int64"},
+    {"name": "note", "data_type": "utf8", "nullable": true}
+]}"#;
+
+/// A running `sleet ingest`, killed when dropped.
+struct Server {
+    address: String,
+    reaper: Reaper,
+}
+
+impl Server {
+    fn start(name: &str, brokers: &str, topic: &str, extra: &[&str], token: Option<&str>) -> Server {
+        let dir = test_dir(name);
+        let schema = dir.join("schema.json");
+        std::fs::write(&schema, SCHEMA).expect("writing the schema");
+        let mut command = sleet();
+        command
+            .args(["ingest", "--listen", "127.0.0.1:0", "--brokers", brokers, "--topic", topic, "--key", "gateway_id"])
+            .arg("--schema")
+            .arg(&schema)
+            .args(extra)
+            .env_remove("SLEET_INGEST_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if let Some(token) = token {
+            command.env("SLEET_INGEST_TOKEN", token);
+        }
+        let mut child = command.spawn().expect("starting sleet ingest");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut address = String::new();
+        stdout.read_line(&mut address).expect("reading the address");
+        let address = address.trim().to_string();
+        assert!(!address.is_empty(), "sleet ingest printed no address");
+        // Keep draining stdout so the final figures never block the process.
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        Server { address, reaper: Reaper(vec![child]) }
+    }
+
+    fn child(&mut self) -> &mut Child {
+        &mut self.reaper.0[0]
+    }
+}
+
+struct Reply {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+/// One HTTP/1.1 request on a fresh connection: a raw client keeps the tests' dependency
+/// tree small and shows exactly what goes over the wire.
+fn http(address: &str, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> std::io::Result<Reply> {
+    let mut stream = TcpStream::connect(address)?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let auth = token.map(|token| format!("Authorization: Bearer {token}\r\n")).unwrap_or_default();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes())?;
+    stream.write_all(body)?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response)?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let (headers, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = headers.split(' ').nth(1).and_then(|code| code.parse().ok()).unwrap_or(0);
+    Ok(Reply { status, headers: headers.to_string(), body: body.to_string() })
+}
+
+fn post(address: &str, body: &str) -> Reply {
+    http(address, "POST", "/v1/records", None, body.as_bytes()).expect("POST /v1/records")
+}
+
+fn new_topic(name: &str) -> String {
+    let topic = fresh_topic(name);
+    ensure_topic(&mut Cluster::new(brokers()), &topic, PARTITIONS).expect("creating the topic");
+    topic
+}
+
+/// Every record of `topic` as `read_committed` sees it: (partition, key, value).
+fn read_topic(topic: &str) -> Vec<(u32, String, String)> {
+    let mut found = Vec::new();
+    for partition in 0..PARTITIONS {
+        let mut reader = PartitionReader::new(brokers(), topic, partition, FetchSettings::default());
+        let end = reader.offset(OffsetQuery::Latest).expect("the last stable offset");
+        let mut position = reader.offset(OffsetQuery::Earliest).expect("the earliest offset");
+        for _ in 0..10_000 {
+            if position >= end {
+                break;
+            }
+            position = reader
+                .fetch(position, end, &mut |record| {
+                    let text = |bytes: Option<&[u8]>| String::from_utf8_lossy(bytes.unwrap_or_default()).into_owned();
+                    found.push((partition, text(record.key), text(record.value)));
+                })
+                .expect("fetching");
+        }
+        assert!(position >= end, "partition {partition} was not read to its end {end}");
+    }
+    found
+}
+
+/// The partition Kafka's default partitioner picks for `key` over `PARTITIONS`, as sleet's
+/// partitioner computes it (its unit tests check it against the Java client's own values).
+fn partition_of(key: &str) -> u32 {
+    sleet_kafka::partitioner::murmur2_partition(key.as_bytes(), PARTITIONS)
+}
+
+fn record(gateway: &str, ts: i64) -> String {
+    format!(r#"{{"gateway_id": "{gateway}", "ts": {ts}, "bytes_in": {}}}"#, ts * 7)
+}
+
+#[test]
+fn records_posted_are_acknowledged_then_found_in_kafka_where_murmur2_puts_them() {
+    let topic = new_topic("ingest-http");
+    let server = Server::start("ingest_http", brokers(), &topic, &[], None);
+
+    let single = record("gw-42", 1);
+    let reply = post(&server.address, &single);
+    assert_eq!((reply.status, reply.body.as_str()), (200, r#"{"records":1}"#), "{}", reply.headers);
+
+    // Odd spacing and key order inside records: the values in Kafka are the bytes sent.
+    let batch: Vec<String> = (0..60)
+        .map(|index| match index % 3 {
+            0 => record(&format!("gateway-{index:04}"), index),
+            1 => format!(r#"{{ "ts" : {index},"gateway_id":"gw-{index}", "bytes_in": 1, "note": null }}"#),
+            _ => format!(r#"{{"bytes_in":2,"note":"tab\there","gateway_id":"g\u00e9-{index}","ts":{index}}}"#),
+        })
+        .collect();
+    let body = format!("[\n  {}\n]", batch.join(",\n  "));
+    let reply = post(&server.address, &body);
+    assert_eq!((reply.status, reply.body.as_str()), (200, r#"{"records":60}"#));
+
+    let mut expected: Vec<(u32, String, String)> = std::iter::once(single)
+        .chain(batch)
+        .map(|value| {
+            let parsed: serde_json::Value = serde_json::from_str(&value).expect("the test's records are JSON");
+            let key = parsed["gateway_id"].as_str().expect("a string key").to_string();
+            (partition_of(&key), key, value)
+        })
+        .collect();
+    let mut found = read_topic(&topic);
+    expected.sort();
+    found.sort();
+    assert_eq!(found, expected, "Kafka holds each record once, under its key, in murmur2's partition");
+    let partitions_used: BTreeSet<u32> = found.iter().map(|(partition, _, _)| *partition).collect();
+    assert_eq!(partitions_used.len(), PARTITIONS as usize, "the keys spread over every partition");
+
+    let stats = http(&server.address, "GET", "/v1/stats", None, b"").expect("GET /v1/stats");
+    let stats: serde_json::Value = serde_json::from_str(&stats.body).expect("stats are JSON");
+    assert_eq!(stats["records_accepted"], 61, "{stats}");
+    assert!(stats["cpu_us_per_record"].as_f64().is_some_and(|cpu| cpu > 0.0), "{stats}");
+}
+
+#[test]
+fn bad_requests_are_refused_whole_naming_record_and_field_and_nothing_is_written() {
+    let topic = new_topic("ingest-bad");
+    let server = Server::start("ingest_bad", brokers(), &topic, &["--body-bytes-max", "2048"], Some("s3cret"));
+    let auth = Some("s3cret");
+    let post = |body: &str| http(&server.address, "POST", "/v1/records", auth, body.as_bytes()).expect("POST");
+
+    let reply = post(r#"[{"gateway_id": "a", "ts": 1, "bytes_in": 1}, {"gateway_id": "#);
+    assert_eq!(reply.status, 400, "malformed JSON: {}", reply.body);
+    assert!(reply.body.contains("malformed JSON"), "{}", reply.body);
+
+    let batch = [
+        record("a", 1),
+        record("b", 2),
+        r#"{"ts": 3, "bytes_in": 3}"#.to_string(),
+        record("d", 4),
+        r#"{"gateway_id": "e", "ts": "five", "bytes_in": 5}"#.to_string(),
+        r#"{"gateway_id": null, "ts": 6, "bytes_in": 6}"#.to_string(),
+        r#"{"gateway_id": 7, "ts": 7, "bytes_in": 7}"#.to_string(),
+        "17".to_string(),
+    ];
+    let reply = post(&format!("[{}]", batch.join(",")));
+    assert_eq!(reply.status, 400, "{}", reply.body);
+    let body: serde_json::Value = serde_json::from_str(&reply.body).expect("a JSON error");
+    let bad: BTreeMap<u64, String> = body["records"]
+        .as_array()
+        .expect("the bad records")
+        .iter()
+        .map(|bad| (bad["index"].as_u64().expect("an index"), bad["error"].as_str().expect("a reason").to_string()))
+        .collect();
+    assert_eq!(bad.keys().copied().collect::<Vec<_>>(), [2, 4, 5, 6, 7], "{body}");
+    for (index, field) in [(2, "gateway_id"), (4, "ts"), (5, "gateway_id"), (6, "gateway_id")] {
+        assert!(bad[&index].contains(&format!("`{field}`")), "record {index} names field {field}: {}", bad[&index]);
+    }
+    assert!(body["error"].as_str().is_some_and(|error| error.contains("none of the request was written")), "{body}");
+
+    let reply = post(&format!("[{}]", vec![record("big", 1); 60].join(",")));
+    assert_eq!(reply.status, 413, "a body over --body-bytes-max: {}", reply.headers);
+
+    for token in [None, Some("s3cre"), Some("s3cret!"), Some("S3cret"), Some("")] {
+        let reply = http(&server.address, "POST", "/v1/records", token, record("t", 1).as_bytes()).expect("POST");
+        assert_eq!(reply.status, 401, "token {token:?}");
+    }
+    assert_eq!(http(&server.address, "GET", "/v1/stats", None, b"").expect("GET").status, 401);
+
+    // Kafka has none of the refused records; then one good request shows the topic works.
+    assert_eq!(read_topic(&topic), Vec::new(), "refused requests wrote nothing");
+    assert_eq!(post(&record("good", 1)).status, 200);
+    assert_eq!(read_topic(&topic).len(), 1);
+}
+
+/// A long linger holds the first request's records in flight: a second request that would
+/// pass the in-flight bound is refused at once with 503, one that never fits with 413, and
+/// once the first is acknowledged there is room again.
+#[test]
+fn records_in_flight_at_their_bound_get_503_with_retry_after() {
+    let topic = new_topic("ingest-bound");
+    let limits = ["--records-in-flight-max", "10", "--linger", "1500ms"];
+    let server = Server::start("ingest_bound", brokers(), &topic, &limits, None);
+    let batch = |count: usize, name: &str| {
+        let records: Vec<String> = (0..count).map(|index| record(&format!("{name}-{index}"), index as i64)).collect();
+        format!("[{}]", records.join(","))
+    };
+    let first = {
+        let (address, body) = (server.address.clone(), batch(8, "first"));
+        std::thread::spawn(move || post(&address, &body))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let refused = post(&server.address, &batch(5, "second"));
+    assert_eq!(refused.status, 503, "{}", refused.body);
+    assert!(refused.headers.to_ascii_lowercase().contains("retry-after:"), "{}", refused.headers);
+    assert!(started.elapsed() < Duration::from_millis(1000), "refused at once, not after {:?}", started.elapsed());
+    assert_eq!(post(&server.address, &batch(11, "never")).status, 413, "more records than the bound");
+    assert_eq!(first.join().expect("the first client").status, 200);
+    assert_eq!(post(&server.address, &batch(5, "third")).status, 200, "room again");
+    let mut keys: Vec<String> = read_topic(&topic).into_iter().map(|(_, key, _)| key).collect();
+    keys.sort();
+    let mut expected: Vec<String> =
+        (0..8).map(|index| format!("first-{index}")).chain((0..5).map(|index| format!("third-{index}"))).collect();
+    expected.sort();
+    assert_eq!(keys, expected, "only the acknowledged requests were written");
+}
+
+#[test]
+fn without_kafka_requests_are_refused_with_503_within_the_ack_timeout() {
+    // A port nothing listens on: bound, then released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port").local_addr().expect("address").port();
+    let absent = format!("127.0.0.1:{port}");
+    let mut server = Server::start("ingest_no_kafka", &absent, "nowhere", &["--ack-timeout", "2s"], None);
+    for attempt in 0..3 {
+        let started = Instant::now();
+        let reply = post(&server.address, &record("gw", attempt));
+        assert_eq!(reply.status, 503, "{}", reply.body);
+        assert!(reply.headers.to_ascii_lowercase().contains("retry-after:"), "{}", reply.headers);
+        assert!(started.elapsed() < Duration::from_secs(4), "refused after {:?}", started.elapsed());
+    }
+    assert!(server.child().try_wait().expect("polling").is_none(), "the server is still running");
+    let stats = http(&server.address, "GET", "/v1/stats", None, b"").expect("GET /v1/stats");
+    assert!(stats.body.contains(r#""records_refused":3"#), "{}", stats.body);
+}
+
+mod websocket {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    use super::*;
+
+    fn message(id: u64, body: &str) -> Message {
+        Message::Text(format!(r#"{{"id": {id}, {body}}}"#).into())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn messages_are_acknowledged_by_id_once_kafka_has_their_records() {
+        let topic = new_topic("ingest-ws");
+        let server = Server::start("ingest_ws", brokers(), &topic, &[], None);
+        let url = format!("ws://{}/v1/stream", server.address);
+        let (mut socket, _) = tokio_tungstenite::connect_async(url).await.expect("connecting");
+        for id in 1..=30 {
+            let text = format!(r#""record": {}"#, record(&format!("ws-{id}"), id as i64));
+            socket.send(message(id, &text)).await.expect("sending");
+        }
+        let batch: Vec<String> = (0..5).map(|index| record(&format!("batch-{index}"), index)).collect();
+        socket.send(message(31, &format!(r#""records": [{}]"#, batch.join(",")))).await.expect("sending");
+        socket.send(message(32, r#""record": {"ts": 1, "bytes_in": 2}"#)).await.expect("sending");
+        socket.send(Message::Text(r#"{"id": 33, "record": {"gateway_id": "#.into())).await.expect("sending");
+
+        let mut acked = BTreeSet::new();
+        let mut nacked = BTreeMap::new();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while acked.len() < 31 || nacked.len() < 2 {
+            let answer = tokio::time::timeout_at(deadline, socket.next())
+                .await
+                .expect("all answers within 30 s")
+                .expect("the connection stays open")
+                .expect("a message");
+            let answer: serde_json::Value = serde_json::from_str(answer.to_text().expect("text")).expect("JSON");
+            for id in answer["ack"].as_array().into_iter().flatten() {
+                assert!(acked.insert(id.as_u64().expect("a numeric id")), "id {id} acknowledged twice");
+            }
+            for nack in answer["nack"].as_array().into_iter().flatten() {
+                nacked.insert(nack["id"].as_u64(), nack.to_string());
+            }
+        }
+        assert_eq!(acked, (1..=31).collect::<BTreeSet<u64>>());
+        assert!(nacked[&Some(32)].contains(r#""index":0"#), "{nacked:?}");
+        assert!(nacked[&Some(32)].contains("`gateway_id`"), "{nacked:?}");
+        assert!(nacked.contains_key(&None), "a message that is not JSON has no id to name: {nacked:?}");
+        socket.close(None).await.expect("closing");
+
+        let found = read_topic(&topic);
+        assert_eq!(found.len(), 35, "30 single records and a batch of 5, nothing of the bad message");
+        for (partition, key, _) in &found {
+            assert_eq!(*partition, partition_of(key), "{key}");
+        }
+    }
+
+    /// A client that sends without reading its acknowledgements: the server stops reading it
+    /// (TCP pushes back on the client), then closes it, and stays small and responsive.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_does_not_read_its_acks_is_closed_and_memory_stays_bounded() {
+        let topic = new_topic("ingest-ws-slow");
+        let mut server = Server::start("ingest_ws_slow", brokers(), &topic, &["--ws-outgoing-max", "4"], None);
+        let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+        socket.set_recv_buffer_size(4096).expect("a small receive buffer");
+        let stream = socket.connect(server.address.parse().expect("an address")).await.expect("connecting");
+        let url = format!("ws://{}/v1/stream", server.address);
+        let (socket, _) = tokio_tungstenite::client_async(url, stream).await.expect("upgrading");
+        let (mut sink, mut stream) = socket.split();
+        let sending = tokio::spawn(async move {
+            for id in 0..2_000_000u64 {
+                let text = format!(r#""record": {}"#, record(&format!("slow-{}", id % 100), id as i64));
+                match tokio::time::timeout(Duration::from_secs(5), sink.send(message(id, &text))).await {
+                    Ok(Ok(())) => {}
+                    _ => return id,
+                }
+            }
+            u64::MAX
+        });
+        let sent =
+            tokio::time::timeout(Duration::from_secs(120), sending).await.expect("sending stops").expect("sender");
+        assert!(sent < u64::MAX, "the server kept reading a client that never read");
+        let pid = server.child().id();
+        let rss_kb = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .expect("the server's status")
+            .lines()
+            .find_map(|line| line.strip_prefix("VmRSS:").map(|rest| rest.trim().trim_end_matches(" kB").parse::<u64>()))
+            .expect("VmRSS")
+            .expect("a number");
+        assert!(rss_kb < 200 * 1024, "the server holds {rss_kb} kB after {sent} messages");
+        let ended = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(message) = stream.next().await {
+                match message {
+                    Ok(Message::Close(frame)) => return format!("closed: {frame:?}"),
+                    Ok(_) => {}
+                    Err(error) => return format!("ended: {error}"),
+                }
+            }
+            "ended".to_string()
+        })
+        .await;
+        assert!(ended.is_ok(), "the server did not close the connection of a client that did not read");
+        let stats = http(&server.address, "GET", "/v1/stats", None, b"").expect("the server still answers");
+        assert_eq!(stats.status, 200);
+        assert!(server.child().try_wait().expect("polling").is_none(), "the server is still running");
+    }
+}
+
+/// Clients posting batches of unique records until `stop`; the records of each 200 answer.
+fn post_until(address: &str, clients: usize, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<Vec<String>>> {
+    (0..clients)
+        .map(|client| {
+            let (address, stop) = (address.to_string(), Arc::clone(stop));
+            std::thread::spawn(move || {
+                let mut acked = Vec::new();
+                for round in 0..100_000 {
+                    if stop.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let notes: Vec<String> = (0..25).map(|index| format!("{client}-{round}-{index}")).collect();
+                    let records: Vec<String> = notes
+                        .iter()
+                        .enumerate()
+                        .map(|(index, note)| {
+                            format!(r#"{{"gateway_id":"gw-{index}","ts":{round},"bytes_in":1,"note":"{note}"}}"#)
+                        })
+                        .collect();
+                    match http(&address, "POST", "/v1/records", None, format!("[{}]", records.join(",")).as_bytes()) {
+                        Ok(reply) if reply.status == 200 => acked.extend(notes),
+                        Ok(_) => {}
+                        // The server is gone (killed or stopped).
+                        Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                    }
+                }
+                acked
+            })
+        })
+        .collect()
+}
+
+/// A WebSocket client sending messages of 25 unique records, up to 4 unanswered, until
+/// `stop` or the server ends the connection: the records acknowledged, and the close code if
+/// the server closed with one.
+fn stream_until(address: &str, stop: &Arc<AtomicBool>) -> std::thread::JoinHandle<(Vec<String>, Option<u16>)> {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (address, stop) = (address.to_string(), Arc::clone(stop));
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+        runtime.block_on(async move {
+            let url = format!("ws://{address}/v1/stream");
+            let (socket, _) = tokio_tungstenite::connect_async(url).await.expect("connecting");
+            let (mut sink, mut stream) = socket.split();
+            let (mut unanswered, mut acked, mut next_id) = (BTreeMap::new(), Vec::new(), 0u64);
+            loop {
+                while unanswered.len() < 4 && !stop.load(Ordering::SeqCst) {
+                    let notes: Vec<String> = (0..25).map(|index| format!("ws-{next_id}-{index}")).collect();
+                    let records: Vec<String> = notes
+                        .iter()
+                        .map(|note| {
+                            format!(r#"{{"gateway_id":"ws-{}","ts":1,"bytes_in":1,"note":"{note}"}}"#, next_id % 7)
+                        })
+                        .collect();
+                    let text = format!(r#"{{"id":{next_id},"records":[{}]}}"#, records.join(","));
+                    if sink.send(Message::Text(text.into())).await.is_err() {
+                        break;
+                    }
+                    unanswered.insert(next_id, notes);
+                    next_id += 1;
+                }
+                match tokio::time::timeout(Duration::from_secs(30), stream.next()).await {
+                    Ok(Some(Ok(Message::Text(text)))) => {
+                        let answer: serde_json::Value = serde_json::from_str(text.as_str()).expect("JSON");
+                        for id in answer["ack"].as_array().into_iter().flatten() {
+                            acked.extend(unanswered.remove(&id.as_u64().expect("an id")).expect("an id sent"));
+                        }
+                        for nack in answer["nack"].as_array().into_iter().flatten() {
+                            unanswered.remove(&nack["id"].as_u64().expect("an id"));
+                        }
+                    }
+                    Ok(Some(Ok(Message::Close(frame)))) => return (acked, frame.map(|frame| u16::from(frame.code))),
+                    Ok(Some(Ok(_))) => {}
+                    _ => return (acked, None),
+                }
+            }
+        })
+    })
+}
+
+/// Runs clients (HTTP and one WebSocket) against a fresh server, stops it with
+/// `stop_server` mid-run, and checks Kafka holds every acknowledged record exactly once.
+/// Returns the close code the WebSocket client saw.
+fn acknowledged_records_survive(name: &str, stop_server: impl FnOnce(&mut Server)) -> Option<u16> {
+    let topic = new_topic(name);
+    let mut server = Server::start(&name.replace('-', "_"), brokers(), &topic, &[], None);
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients = post_until(&server.address, 3, &stop);
+    let streamer = stream_until(&server.address, &stop);
+    // Mid-run: the clients have had records acknowledged and have more in flight.
+    std::thread::sleep(Duration::from_secs(3));
+    stop_server(&mut server);
+    stop.store(true, Ordering::SeqCst);
+    let mut acked: Vec<String> = clients.into_iter().flat_map(|client| client.join().expect("a client")).collect();
+    let (streamed, close_code) = streamer.join().expect("the WebSocket client");
+    assert!(acked.len() >= 100, "only {} records were acknowledged over HTTP before the stop", acked.len());
+    assert!(streamed.len() >= 100, "only {} records were acknowledged over WebSocket", streamed.len());
+    acked.extend(streamed);
+    let notes: Vec<String> = read_topic(&topic)
+        .into_iter()
+        .map(|(_, _, value)| {
+            let value: serde_json::Value = serde_json::from_str(&value).expect("JSON in Kafka");
+            value["note"].as_str().expect("a note").to_string()
+        })
+        .collect();
+    let found: BTreeSet<&String> = notes.iter().collect();
+    assert_eq!(found.len(), notes.len(), "no record is in Kafka twice");
+    let missing: Vec<&String> = acked.iter().filter(|note| !found.contains(note)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged records are not in Kafka: {:?}",
+        missing.len(),
+        acked.len(),
+        &missing[..missing.len().min(5)]
+    );
+    close_code
+}
+
+#[test]
+fn after_a_sigkill_every_acknowledged_record_is_in_kafka() {
+    let close_code = acknowledged_records_survive("ingest-kill", |server| {
+        server.child().kill().expect("SIGKILL");
+        server.child().wait().expect("reaped");
+    });
+    assert_eq!(close_code, None, "a killed server sends no close frame");
+}
+
+#[test]
+fn sigterm_finishes_what_is_in_flight_and_exits_cleanly() {
+    let close_code = acknowledged_records_survive("ingest-term", |server| {
+        let pid = server.child().id() as i32;
+        // SAFETY: signalling a child this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = common::wait_with_limit(server.child(), Duration::from_secs(40));
+        assert!(status.success(), "sleet ingest exited with {status} after SIGTERM");
+    });
+    assert_eq!(close_code, Some(1001), "WebSocket clients are told the server is going away");
+}
