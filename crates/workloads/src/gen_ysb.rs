@@ -25,7 +25,7 @@ const LIVE_STEP_MS: i64 = 5;
 const PRELOAD_STEP_MS: i64 = 50;
 /// A request carries at most this many bytes of records before compression, well under a
 /// broker's default 1 MiB limit per batch even if lz4 gains nothing.
-const BATCH_BYTES_MAX: usize = 900 << 10;
+pub(crate) const BATCH_BYTES_MAX: usize = 900 << 10;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct GenYsbArgs {
