@@ -276,7 +276,7 @@ mod tests {
             seed in 0u64..10_000,
             gateways in 1u32..30,
             partitions in 1u32..4,
-            step_ms in 1_000i64..20_000_000,
+            step_ms in 60_000i64..20_000_000,
         ) {
             for encoding in GatewayEncoding::ALL {
                 let spec = spec(seed, gateways, partitions, encoding);

@@ -159,8 +159,11 @@ impl RecordSender for KafkaSender {
     }
 }
 
+/// Opens one partition thread's sender.
+type OpenSender = Box<dyn Fn() -> Result<Box<dyn RecordSender>> + Send + Sync>;
+
 /// Prepares the transport (creates the topic) and returns how to open one sender.
-fn prepare(args: &GenGatewayArgs) -> Result<Box<dyn Fn() -> Result<Box<dyn RecordSender>> + Send + Sync>> {
+fn prepare(args: &GenGatewayArgs) -> Result<OpenSender> {
     match args.to {
         Transport::Kafka => {
             let mut cluster = Cluster::new(&args.brokers);
@@ -204,23 +207,7 @@ pub fn readings_before(spec: &GatewaySourceSpec, profiles: &[Profile], until_ms:
 /// The shortest simulated length from the start whose readings number at least `count`.
 fn length_for_count(spec: &GatewaySourceSpec, count: u64) -> i64 {
     let profiles: Vec<Profile> = (0..spec.gateways).map(|gateway| profile(spec, gateway)).collect();
-    let total = |length: i64| readings_before(spec, &profiles, spec.start_ms + length);
-    if count == 0 {
-        return 0;
-    }
-    let (mut low, mut high) = (0i64, spec.report_interval_ms);
-    while total(high) < count {
-        high *= 2;
-    }
-    while high - low > 1 {
-        let middle = low + (high - low) / 2;
-        if total(middle) >= count {
-            high = middle;
-        } else {
-            low = middle;
-        }
-    }
-    high
+    crate::backlog::shortest_length(count, |length| readings_before(spec, &profiles, spec.start_ms + length))
 }
 
 fn spec_of(args: &GenGatewayArgs) -> Result<GatewaySourceSpec> {
@@ -307,14 +294,7 @@ pub fn run(args: &GenGatewayArgs) -> Result<Produced> {
         let (sent, done) = (Arc::clone(&sent), Arc::clone(&done));
         std::thread::spawn(move || report_progress(&sent, &done, started))
     };
-    let mut failure = None;
-    for handle in handles {
-        match handle.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => failure = failure.or(Some(error)),
-            Err(_) => failure = failure.or(Some(anyhow::anyhow!("a sender thread panicked"))),
-        }
-    }
+    let failure = crate::threads::join_all(handles, "sender");
     done.store(true, Ordering::SeqCst);
     let _ = progress.join();
     if let Some(error) = failure {
@@ -382,8 +362,9 @@ fn send_partition(
         records.offsets.truncate(1);
         keys.clear();
         let count = generator.generate_simulated(from, to, &mut records, Some(&mut keys));
-        let timestamp_ms = if live { now_ms() } else { to };
-        sender.send(partition, &records, &keys, timestamp_ms)?;
+        // The time of sending, even for a backlog: simulated dates may lie weeks back, and a
+        // broker deletes records whose timestamps are past its retention.
+        sender.send(partition, &records, &keys, now_ms())?;
         sent.fetch_add(count, Ordering::Relaxed);
         from = to;
     }

@@ -20,12 +20,14 @@
 //! sources: a job runs them with no outside service. What is here only builds jobs on them and
 //! recomputes what their results must be.
 
+mod backlog;
 pub mod duration_arg;
 pub mod gateway_check;
 pub mod gen_gateway;
 pub mod gen_ysb;
 pub mod scheduler_args;
 pub mod shuffle_check;
+mod threads;
 pub mod ysb_check;
 pub mod ysb_input;
 pub mod ysb_job;
