@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
 use sleet_cli::{client, demo, explain, ingest, interrupt, worker_limits};
-use sleet_workloads::{duration_arg, gen_ysb, ysb_input, ysb_job};
+use sleet_workloads::{duration_arg, gen_gateway, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
 /// a fifth of a small task's time consolidating such cross-thread frees, mimalloc a fraction.
@@ -158,6 +158,10 @@ enum GenWorkload {
     /// The ysb events of the built-in generator, to a Kafka topic; the campaigns table to a
     /// CSV file. Prints what it wrote as JSON on stdout.
     Ysb(gen_ysb::GenYsbArgs),
+    /// Home gateways' traffic readings (some late, in one of three client encodings), keyed
+    /// by gateway_id, to a Kafka topic. Prints what it sent as JSON on stdout: every
+    /// parameter the ground truth is recomputed from.
+    Gateway(gen_gateway::GenGatewayArgs),
 }
 
 fn main() -> ExitCode {
@@ -276,6 +280,10 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Ingest(args) => ingest::run(args).await?,
         Command::Gen { workload: GenWorkload::Ysb(args) } => {
             let produced = tokio::task::spawn_blocking(move || gen_ysb::run(&args)).await??;
+            println!("{}", serde_json::to_string(&produced)?);
+        }
+        Command::Gen { workload: GenWorkload::Gateway(args) } => {
+            let produced = tokio::task::spawn_blocking(move || gen_gateway::run(&args)).await??;
             println!("{}", serde_json::to_string(&produced)?);
         }
     }

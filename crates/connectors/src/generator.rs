@@ -7,6 +7,7 @@ use sleet_monotask::Resource;
 use sleet_plan::SourceRange;
 
 use crate::error::ConnectorError;
+use crate::gateway::GatewayGenerator;
 use crate::numbers::NumbersGenerator;
 use crate::source::Source;
 use crate::ysb::YsbGenerator;
@@ -14,6 +15,7 @@ use crate::ysb::YsbGenerator;
 pub enum Generator {
     Ysb(YsbGenerator),
     Numbers(NumbersGenerator),
+    Gateway(GatewayGenerator),
 }
 
 impl Generator {
@@ -22,6 +24,7 @@ impl Generator {
         match self {
             Generator::Ysb(generator) => generator.generate(start_ms, end_ms, out),
             Generator::Numbers(generator) => generator.generate(start_ms, end_ms, out),
+            Generator::Gateway(generator) => generator.generate(start_ms, end_ms, out),
         }
     }
 }

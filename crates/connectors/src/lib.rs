@@ -4,7 +4,8 @@
 //!  source::Source (one partition) ──read(batch range)──▶ RawRecords + SourceRange ──▶ worker
 //!    ├─ generator::Generator (seed, partition, time range), cpu
 //!    │    ├─ ysb::YsbGenerator          ysb events at a fixed rate
-//!    │    └─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
+//!    │    ├─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
+//!    │    └─ gateway::GatewayGenerator  gateways' traffic readings, some late, by delivery time
 //!    ├─ kafka_source::KafkaSource       a topic partition by offset range, prefetched, net
 //!    └─ file_source::FileSource         a JSON-lines file by byte range, disk
 //!  open::open_source(spec, partition) ──▶ the source above (the one module that knows them all)
@@ -23,6 +24,7 @@
 pub mod dead_letter;
 pub mod error;
 pub mod file_source;
+pub mod gateway;
 pub mod generator;
 pub mod kafka_source;
 pub mod numbers;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use sleet_plan::SourceSpec;
 
 use crate::file_source::FileSource;
+use crate::gateway::GatewayGenerator;
 use crate::generator::Generator;
 use crate::kafka_source::KafkaSource;
 use crate::numbers::NumbersGenerator;
@@ -19,5 +20,6 @@ pub fn open_source(spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
         SourceSpec::Numbers(numbers) => Arc::new(Generator::Numbers(NumbersGenerator::new(numbers, partition))),
         SourceSpec::Kafka(kafka) => Arc::new(KafkaSource::new(kafka, partition)),
         SourceSpec::Files(files) => Arc::new(FileSource::new(files, partition)),
+        SourceSpec::Gateway(gateway) => Arc::new(Generator::Gateway(GatewayGenerator::new(gateway, partition))),
     }
 }

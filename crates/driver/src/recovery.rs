@@ -151,7 +151,7 @@ pub fn skip_reused(
                 files.start_bytes[partition] = end;
                 true
             }
-            (SourceSpec::Ysb(_) | SourceSpec::Numbers(_), SourceRange::Time { .. }) => true,
+            (SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_), SourceRange::Time { .. }) => true,
             _ => false,
         };
         if positioned {
@@ -186,7 +186,7 @@ pub fn resume_source(spec: &SourceSpec, checkpoint: &CheckpointRecord) -> Source
                 .collect();
             SourceSpec::Files(sleet_plan::FileSourceSpec { start_bytes, ..files.clone() })
         }
-        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) => spec.clone(),
+        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) => spec.clone(),
     }
 }
 

@@ -18,6 +18,7 @@
 pub mod builder;
 pub mod error;
 pub mod expr;
+pub mod gateway;
 pub mod job;
 pub mod node;
 pub mod physical;
@@ -27,6 +28,7 @@ pub mod validate;
 pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};
+pub use gateway::{GatewayEncoding, GatewayFormat, GatewaySourceSpec};
 pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
 pub use node::{
     default_max_records_per_batch, AggFunc, Aggregate, EventTimeSource, FileSourceSpec, KafkaSourceSpec, KafkaStart,

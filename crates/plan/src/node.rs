@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::expr::Expr;
+use crate::gateway::GatewaySourceSpec;
 use crate::schema::{DataType, Field, Schema};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +132,7 @@ pub enum SourceSpec {
     Numbers(NumbersSourceSpec),
     Kafka(KafkaSourceSpec),
     Files(FileSourceSpec),
+    Gateway(GatewaySourceSpec),
 }
 
 impl SourceSpec {
@@ -140,7 +142,7 @@ impl SourceSpec {
     pub fn reads_in_order(&self) -> bool {
         match self {
             SourceSpec::Kafka(_) | SourceSpec::Files(_) => true,
-            SourceSpec::Ysb(_) | SourceSpec::Numbers(_) => false,
+            SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) => false,
         }
     }
 
@@ -150,6 +152,7 @@ impl SourceSpec {
             SourceSpec::Numbers(spec) => spec.partitions,
             SourceSpec::Kafka(spec) => spec.partitions,
             SourceSpec::Files(spec) => spec.partitions,
+            SourceSpec::Gateway(spec) => spec.partitions,
         }
     }
 }

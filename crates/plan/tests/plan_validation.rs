@@ -111,6 +111,48 @@ fn a_numbers_source_reads_as_kind_numbers_in_a_job_file() {
     assert_eq!(spec.partitions(), 4);
 }
 
+fn gateway(spec: GatewaySourceSpec) -> PlanBuilder {
+    PlanBuilder::source("gateway", SourceSpec::Gateway(spec))
+        .decode_json(Schema::new(vec![Field::new("gateway_id", DataType::Utf8), Field::new("date", DataType::Int64)]))
+        .sink(SinkSpec::Discard)
+}
+
+fn gateway_spec() -> GatewaySourceSpec {
+    serde_json::from_str(r#"{"kind": "gateway", "seed": 1, "gateways": 200, "partitions": 2, "start_ms": 1000}"#)
+        .map(|spec: SourceSpec| match spec {
+            SourceSpec::Gateway(gateway) => gateway,
+            other => panic!("read as {other:?}"),
+        })
+        .expect("the documented layout parses")
+}
+
+#[test]
+fn a_gateway_source_reads_with_the_workloads_defaults_and_names_a_bad_option() {
+    let spec = gateway_spec();
+    assert_eq!((spec.encoding, spec.format), (GatewayEncoding::Cumulative, GatewayFormat::Json));
+    assert_eq!(
+        (spec.report_interval_ms, spec.jitter_ms, spec.max_delay_ms, spec.speedup),
+        (60_000, 20_000, 120_000, 1)
+    );
+    assert_eq!((spec.late_fraction, spec.stop_ms), (0.02, None));
+    assert!(!SourceSpec::Gateway(spec.clone()).reads_in_order(), "a generator's batch is a function of its range");
+    gateway(spec.clone()).build().expect("the defaults are valid");
+    let bad = |change: &dyn Fn(&mut GatewaySourceSpec), field: &str| {
+        let mut spec = gateway_spec();
+        change(&mut spec);
+        check(gateway(spec), &["node 0 (source)", &format!("`{field}`")]);
+    };
+    bad(&|spec| spec.partitions = 0, "partitions");
+    bad(&|spec| spec.gateways = 0, "gateways");
+    bad(&|spec| spec.speedup = 0, "speedup");
+    bad(&|spec| spec.start_ms = -1, "start_ms");
+    bad(&|spec| spec.stop_ms = Some(999), "stop_ms");
+    bad(&|spec| spec.report_interval_ms = 600_000, "report_interval_ms");
+    bad(&|spec| spec.jitter_ms = 30_000, "jitter_ms");
+    bad(&|spec| spec.late_fraction = 1.5, "late_fraction");
+    bad(&|spec| spec.max_delay_ms = -1, "max_delay_ms");
+}
+
 #[test]
 fn a_decode_schema_names_each_field_once() {
     let plan = PlanBuilder::source("t", ysb())

@@ -25,7 +25,7 @@ const LIVE_STEP_MS: i64 = 5;
 const PRELOAD_STEP_MS: i64 = 50;
 /// A request carries at most this many bytes of records before compression, well under a
 /// broker's default 1 MiB limit per batch even if lz4 gains nothing.
-const BATCH_BYTES_MAX: usize = 900 << 10;
+pub(crate) const BATCH_BYTES_MAX: usize = 900 << 10;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct GenYsbArgs {
@@ -155,14 +155,7 @@ pub fn run(args: &GenYsbArgs) -> Result<Produced> {
             }
         })
     };
-    let mut failure = None;
-    for handle in handles {
-        match handle.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => failure = failure.or(Some(error)),
-            Err(_) => failure = failure.or(Some(anyhow::anyhow!("a producer thread panicked"))),
-        }
-    }
+    let failure = crate::threads::join_all(handles, "producer");
     done.store(true, Ordering::SeqCst);
     let _ = progress.join();
     if let Some(error) = failure {
@@ -177,24 +170,9 @@ pub fn run(args: &GenYsbArgs) -> Result<Produced> {
 
 /// The smallest end (whole ms) whose range from `start` holds at least `count` events.
 fn end_for_count(spec: &YsbSourceSpec, start: i64, count: u64) -> i64 {
-    if count == 0 {
-        return start;
-    }
     let total =
         |end: i64| -> u64 { (0..spec.partitions).map(|p| event_range(spec, p, start, end).count() as u64).sum() };
-    let (mut low, mut high) = (start, start + 1);
-    while total(high) < count {
-        high = start + (high - start) * 2;
-    }
-    while high - low > 1 {
-        let middle = low + (high - low) / 2;
-        if total(middle) >= count {
-            high = middle;
-        } else {
-            low = middle;
-        }
-    }
-    high
+    start + crate::backlog::shortest_length(count, |length| total(start + length))
 }
 
 #[allow(

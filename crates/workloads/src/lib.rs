@@ -6,20 +6,28 @@
 //!  ysb_job        the Yahoo Streaming Benchmark query as a JobFile (YsbFlags → YsbOptions → job)
 //!  ysb_input      where a ysb job reads: the built-in generator, a Kafka topic, JSON-lines files
 //!  gen_ysb        the generator's events to a Kafka topic, the campaigns table to a CSV file
+//!  gateway_check  the gateway workload's exact per-(gateway, day) totals and daily top 10,
+//!                 and a job's top-k rows against them
+//!  gen_gateway    the gateway generator's records to a transport (Kafka), keyed by gateway
 //!  ysb_check      a ysb run's ground truth, its result rows against it; window latencies
 //!  shuffle_check  the number stream's expected sums and (key, window) totals, and the sink's
 //!  scheduler_args the scheduler flags of every command that builds a job
 //!  duration_arg   `10ms`, `1s`, bare numbers in a flag's own unit
 //! ```
 //!
-//! The generators themselves (`sleet_connectors::ysb`, `sleet_connectors::numbers`) are engine
+//! The generators themselves (`sleet_connectors::ysb`, `sleet_connectors::numbers`,
+//! `sleet_connectors::gateway`) are engine
 //! sources: a job runs them with no outside service. What is here only builds jobs on them and
 //! recomputes what their results must be.
 
+mod backlog;
 pub mod duration_arg;
+pub mod gateway_check;
+pub mod gen_gateway;
 pub mod gen_ysb;
 pub mod scheduler_args;
 pub mod shuffle_check;
+mod threads;
 pub mod ysb_check;
 pub mod ysb_input;
 pub mod ysb_job;

@@ -2,6 +2,7 @@
 
 use super::columns::option;
 use crate::error::{NodeRef, PlanError};
+use crate::gateway::GatewaySourceSpec;
 use crate::node::{EventTimeSource, KafkaStart, SourceSpec};
 use crate::schema::{DataType, Field, Schema};
 
@@ -55,6 +56,7 @@ pub(super) fn check(at: &NodeRef, spec: &SourceSpec) -> Result<Schema, PlanError
                 }
             }
         }
+        SourceSpec::Gateway(gateway) => check_gateway(at, gateway)?,
         SourceSpec::Files(files) => {
             if files.path.is_empty() {
                 return Err(option(at, "path", "must not be empty"));
@@ -65,4 +67,39 @@ pub(super) fn check(at: &NodeRef, spec: &SourceSpec) -> Result<Schema, PlanError
         }
     }
     Ok(Schema::new(vec![Field::new("value", DataType::Binary)]))
+}
+
+fn check_gateway(at: &NodeRef, gateway: &GatewaySourceSpec) -> Result<(), PlanError> {
+    if gateway.partitions == 0 {
+        return Err(option(at, "partitions", "must be at least 1"));
+    }
+    if gateway.gateways == 0 {
+        return Err(option(at, "gateways", "must be at least 1"));
+    }
+    if gateway.speedup == 0 {
+        return Err(option(at, "speedup", "must be at least 1"));
+    }
+    if gateway.start_ms < 0 {
+        return Err(option(at, "start_ms", "must not be before the epoch"));
+    }
+    if gateway.stop_ms.is_some_and(|stop| stop < gateway.start_ms) {
+        return Err(option(at, "stop_ms", "must not be before start_ms"));
+    }
+    // Five minutes at most, so the fastest gateway's traffic over its longest interval stays
+    // below 2^32 bytes, the most a wrapping 32-bit counter can tell apart.
+    if !(1..=300_000).contains(&gateway.report_interval_ms) {
+        return Err(option(at, "report_interval_ms", "must be between 1 ms and 5 minutes"));
+    }
+    // Readings a whole interval apart with less than half an interval of jitter each way
+    // never overtake one another in event time.
+    if gateway.jitter_ms < 0 || 2 * gateway.jitter_ms >= gateway.report_interval_ms {
+        return Err(option(at, "jitter_ms", "must be at least 0 and below half of report_interval_ms"));
+    }
+    if !(0.0..=1.0).contains(&gateway.late_fraction) {
+        return Err(option(at, "late_fraction", "must be between 0 and 1"));
+    }
+    if !(0..=86_400_000).contains(&gateway.max_delay_ms) {
+        return Err(option(at, "max_delay_ms", "must be between 0 and one day"));
+    }
+    Ok(())
 }
