@@ -15,15 +15,20 @@
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
 
+mod cell;
 pub mod error;
 pub mod expr_eval;
+pub mod increments;
 pub mod json;
 pub mod key;
+pub mod keyed_aggregate;
 pub mod ops;
 pub mod partition;
 pub mod pipeline;
 
 pub mod records;
+pub mod state;
+pub mod top_k;
 pub mod types;
 pub mod window;
 

@@ -22,6 +22,7 @@ pub mod job;
 pub mod node;
 pub mod physical;
 pub mod schema;
+pub mod state_spec;
 pub mod validate;
 
 pub use builder::PlanBuilder;
@@ -35,3 +36,4 @@ pub use node::{
 };
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};
+pub use state_spec::{IncrementsSpec, KeyedAggregateSpec, LatePolicy, ReadingEncoding, TopKSpec, RANK_COLUMN};
