@@ -188,11 +188,9 @@ fn the_readmes_json_nodes_parse_into_the_gateway_plan() {
     ]"#;
     let operators: Vec<Operator> = serde_json::from_str(nodes).expect("the README's nodes parse");
     let defaults = 1_000_000;
-    let built = gateway(
-        KeyedAggregateSpec { max_keys: defaults, ..keyed() },
-        TopKSpec { max_keys: defaults, ..top_k() },
-    )
-    .build_unchecked();
+    let built =
+        gateway(KeyedAggregateSpec { max_keys: defaults, ..keyed() }, TopKSpec { max_keys: defaults, ..top_k() })
+            .build_unchecked();
     let mut expected: Vec<Operator> = built.nodes[2..7].iter().map(|node| node.operator.clone()).collect();
     let Operator::Increments(spec) = &mut expected[0] else { panic!("increments first") };
     spec.max_keys = defaults;
