@@ -11,6 +11,11 @@
 //!        window::PartialWindowAggregateExec ──partition::partition_batch──▶ blocks
 //!                                                                            │ shuffle
 //!        blocks ──concat──▶ window::WindowAggregateExec (keyed state) ──▶ updates
+//!
+//!  keyed state across batches (any stage; snapshots joined by state.rs):
+//!        increments::IncrementsExec     readings ──▶ increments (+ corrections)
+//!        keyed_aggregate::KeyedAggregateExec  rows ──▶ changed keys' totals
+//!        top_k::TopKExec                totals ──▶ changed groups' rankings
 //! ```
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.

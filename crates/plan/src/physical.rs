@@ -5,6 +5,9 @@
 //!  source → decode → filter → project → lookup → exchange → window_aggregate → sink
 //!  └──────────────── stage 0 (map) ───────────────┘         └──── stage 1 (reduce) ───┘
 //!                           + partial_window_aggregate when combining
+//!
+//!  source → decode → increments → project → exchange → keyed_aggregate → top_k → sink
+//!  └──────── stage 0 (map, stateful) ──────────────┘         └──── stage 1 (reduce) ───┘
 //! ```
 
 use std::collections::BTreeSet;
