@@ -28,6 +28,8 @@ fn mix(mut value: u64) -> u64 {
 
 /// One reading: gateway, time, cumulative tx and rx (mod 2^32).
 type Reading = (String, i64, u64, u64);
+/// A batch and the rows it ranked a day with, by rank: `(gateway, total)`.
+type RankedInBatch = (u64, BTreeMap<i64, (String, u64)>);
 
 /// Every gateway's readings, a minute apart (jittered by up to 20 s) across midnight, its
 /// counters starting near 2^32 for every third gateway so they wrap.
@@ -65,7 +67,7 @@ fn write_inputs(dir: &Path, readings: &[Reading]) {
             if let Some(late) = held.remove(reading.0.as_str()) {
                 order.push(reading);
                 order.push(late);
-            } else if mix(reading.1 as u64) % 50 == 0 {
+            } else if mix(reading.1 as u64).is_multiple_of(50) {
                 held.insert(reading.0.as_str(), reading);
             } else {
                 order.push(reading);
@@ -179,7 +181,7 @@ fn job_file(dir: &Path, start_ms: i64) -> std::path::PathBuf {
 /// Each day's ranking as the job left it: the rows of the last batch that ranked the day.
 fn final_rankings(dir: &Path) -> BTreeMap<i64, Vec<(String, u64)>> {
     let lines = sleet_durable::committed::read_json_lines(&dir.join("results"), "part-", "sink").expect("sink files");
-    let mut latest: BTreeMap<i64, (u64, BTreeMap<i64, (String, u64)>)> = BTreeMap::new();
+    let mut latest: BTreeMap<i64, RankedInBatch> = BTreeMap::new();
     for line in lines {
         let value = &line.value;
         let day = value["day"].as_i64().expect("day");
