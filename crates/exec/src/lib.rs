@@ -11,19 +11,29 @@
 //!        window::PartialWindowAggregateExec ──partition::partition_batch──▶ blocks
 //!                                                                            │ shuffle
 //!        blocks ──concat──▶ window::WindowAggregateExec (keyed state) ──▶ updates
+//!
+//!  keyed state across batches (any stage; snapshots joined by state.rs):
+//!        increments::IncrementsExec     readings ──▶ increments (+ corrections)
+//!        keyed_aggregate::KeyedAggregateExec  rows ──▶ changed keys' totals
+//!        top_k::TopKExec                totals ──▶ changed groups' rankings
 //! ```
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
 
+mod cell;
 pub mod error;
 pub mod expr_eval;
+pub mod increments;
 pub mod json;
 pub mod key;
+pub mod keyed_aggregate;
 pub mod ops;
 pub mod partition;
 pub mod pipeline;
 
 pub mod records;
+pub mod state;
+pub mod top_k;
 pub mod types;
 pub mod window;
 

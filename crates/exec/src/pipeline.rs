@@ -1,7 +1,8 @@
 //! One stage of a physical plan as a chain of operators: the unit a task's compute monotask runs.
 //!
 //! A `StagePipeline` lives as long as its `(job, stage, partition)` on a worker, so stateful
-//! operators (the window aggregate) keep their state between the batches of that partition.
+//! operators (window aggregate, increments, keyed aggregate, top-k; any number of them, in a
+//! map stage too) keep their state between the batches of that partition.
 
 use std::sync::Arc;
 
@@ -10,10 +11,14 @@ use arrow_schema::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSc
 use sleet_plan::{EventTimeSource, PhysicalOp, SourceSpec, StageInput, StageOutput, StagePlan, TableSpec};
 
 use crate::error::ExecError;
+use crate::increments::IncrementsExec;
 use crate::json::{DeadLetter, JsonDecoder};
+use crate::keyed_aggregate::KeyedAggregateExec;
 use crate::ops::{FilterExec, LookupExec, ProjectExec};
 use crate::partition::partition_batch;
 use crate::records::RawRecords;
+use crate::state::{join_stage_snapshot, split_stage_snapshot, StateCounts, StateSize};
+use crate::top_k::TopKExec;
 use crate::window::{ClosedWindow, PartialWindowAggregateExec, WindowAggregateExec};
 
 /// What a task feeds its stage: raw source records, rows a source held already decoded, or
@@ -39,6 +44,18 @@ pub struct StageRunOutput {
     pub rows_out: u64,
     pub unmatched_lookup_rows: u64,
     pub late_rows_dropped: u64,
+    /// Readings whose key and time the state held already (increments).
+    pub duplicate_rows_dropped: u64,
+    /// Rows a stateful operator could not use: no event time, or no value to fold.
+    pub invalid_rows_dropped: u64,
+    /// Rows of new keys refused while a stateful operator held its `max_keys`.
+    pub refused_rows: u64,
+    /// Keys (or top-k groups) forgotten as their TTL passed.
+    pub expired_keys: u64,
+    /// The size of the stage's keyed state after the batch (increments, keyed aggregate,
+    /// top-k; window state is not counted), summed over its operators.
+    pub state_keys: u64,
+    pub state_bytes: u64,
     pub closed_windows: Vec<ClosedWindow>,
     /// Time the map-side combine (the partial window aggregate) took: the what-if for
     /// turning it off moves this work to the reduce side, so it is measured apart.
@@ -62,6 +79,9 @@ enum OperatorExec {
     Lookup(LookupExec),
     PartialWindow(PartialWindowAggregateExec),
     Window(WindowAggregateExec),
+    Increments(IncrementsExec),
+    KeyedAggregate(KeyedAggregateExec),
+    TopK(TopKExec),
 }
 
 pub struct StagePipeline {
@@ -99,6 +119,9 @@ impl StagePipeline {
                 PhysicalOp::WindowAggregate { window, keys, aggregates, input } => OperatorExec::Window(
                     WindowAggregateExec::new(window.clone(), keys.clone(), aggregates.clone(), *input),
                 ),
+                PhysicalOp::Increments(spec) => OperatorExec::Increments(IncrementsExec::new(spec.clone())),
+                PhysicalOp::KeyedAggregate(spec) => OperatorExec::KeyedAggregate(KeyedAggregateExec::new(spec.clone())),
+                PhysicalOp::TopK(spec) => OperatorExec::TopK(TopKExec::new(spec.clone())),
             });
         }
         debug_assert!(matches!(stage.input, StageInput::Source(_) | StageInput::Shuffle { .. }));
@@ -178,6 +201,21 @@ impl StagePipeline {
                     out.closed_windows.extend(output.closed);
                     vec![output.updates]
                 }
+                OperatorExec::Increments(increments) => {
+                    let output = increments.process(&batches)?;
+                    out.add_state_counts(output.counts);
+                    vec![output.rows]
+                }
+                OperatorExec::KeyedAggregate(aggregate) => {
+                    let output = aggregate.process(&batches)?;
+                    out.add_state_counts(output.counts);
+                    vec![output.updates]
+                }
+                OperatorExec::TopK(top_k) => {
+                    let output = top_k.process(&batches)?;
+                    out.add_state_counts(output.counts);
+                    vec![output.rankings]
+                }
                 other => {
                     let batch = concat(&batches)?;
                     vec![match other {
@@ -194,11 +232,17 @@ impl StagePipeline {
                             out.combine_us += started.elapsed().as_micros() as u64;
                             combined
                         }
-                        OperatorExec::Decode(_) | OperatorExec::Window(_) => unreachable!("matched above"),
+                        OperatorExec::Decode(_)
+                        | OperatorExec::Window(_)
+                        | OperatorExec::Increments(_)
+                        | OperatorExec::KeyedAggregate(_)
+                        | OperatorExec::TopK(_) => unreachable!("matched above"),
                     }]
                 }
             };
         }
+        let size = self.state_size();
+        (out.state_keys, out.state_bytes) = (size.keys, size.bytes);
         if batches.is_empty() {
             return Ok(out);
         }
@@ -213,23 +257,85 @@ impl StagePipeline {
         Ok(out)
     }
 
-    /// The stage's keyed state as bytes (a checkpoint), or `None` for a stateless stage. A
-    /// stage holds at most one stateful operator, so its state is that operator's.
+    /// The stage's keyed state as bytes (a checkpoint), or `None` for a stateless stage: one
+    /// snapshot per stateful operator, in stage order, in a versioned envelope
+    /// (`state::join_stage_snapshot`), so a stage may hold several (increments before an
+    /// exchange; a keyed aggregate and a top-k after one).
     pub fn snapshot_state(&self) -> Option<Vec<u8>> {
-        self.operators.iter().find_map(|operator| match operator {
-            OperatorExec::Window(window) => Some(window.snapshot()),
-            _ => None,
-        })
+        let parts: Vec<Vec<u8>> = self
+            .operators
+            .iter()
+            .filter_map(|operator| match operator {
+                OperatorExec::Window(window) => Some(window.snapshot()),
+                OperatorExec::Increments(increments) => Some(increments.snapshot()),
+                OperatorExec::KeyedAggregate(aggregate) => Some(aggregate.snapshot()),
+                OperatorExec::TopK(top_k) => Some(top_k.snapshot()),
+                OperatorExec::Decode(_)
+                | OperatorExec::Filter(_)
+                | OperatorExec::Project(_)
+                | OperatorExec::Lookup(_)
+                | OperatorExec::PartialWindow(_) => None,
+            })
+            .collect();
+        (!parts.is_empty()).then(|| join_stage_snapshot(&parts))
     }
 
-    /// Replaces the stage's keyed state with a snapshot `snapshot_state` made.
+    /// Replaces the stage's keyed state with a snapshot `snapshot_state` made (or, for a stage
+    /// whose one stateful operator is a window aggregate, one made before the envelope).
     pub fn restore_state(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
-        for operator in &mut self.operators {
-            if let OperatorExec::Window(window) = operator {
-                return window.restore(bytes);
+        let stateful = self.operators.iter().filter(|operator| operator.is_stateful()).count();
+        if stateful == 0 {
+            return Err(ExecError::CorruptSnapshot("a snapshot was given to a stage that keeps no state".into()));
+        }
+        let parts = split_stage_snapshot(bytes, stateful)?;
+        for (operator, part) in self.operators.iter_mut().filter(|operator| operator.is_stateful()).zip(parts) {
+            match operator {
+                OperatorExec::Window(window) => window.restore(part)?,
+                OperatorExec::Increments(increments) => increments.restore(part)?,
+                OperatorExec::KeyedAggregate(aggregate) => aggregate.restore(part)?,
+                OperatorExec::TopK(top_k) => top_k.restore(part)?,
+                _ => unreachable!("filtered to stateful operators"),
             }
         }
-        Err(ExecError::CorruptSnapshot("a snapshot was given to a stage that keeps no state".into()))
+        Ok(())
+    }
+
+    /// The size of the stage's keyed state, summed over its operators (window state aside).
+    pub fn state_size(&self) -> StateSize {
+        let mut total = StateSize::default();
+        for operator in &self.operators {
+            let size = match operator {
+                OperatorExec::Increments(increments) => increments.size(),
+                OperatorExec::KeyedAggregate(aggregate) => aggregate.size(),
+                OperatorExec::TopK(top_k) => top_k.size(),
+                _ => continue,
+            };
+            total.keys += size.keys;
+            total.bytes += size.bytes;
+        }
+        total
+    }
+}
+
+impl OperatorExec {
+    fn is_stateful(&self) -> bool {
+        matches!(
+            self,
+            OperatorExec::Window(_)
+                | OperatorExec::Increments(_)
+                | OperatorExec::KeyedAggregate(_)
+                | OperatorExec::TopK(_)
+        )
+    }
+}
+
+impl StageRunOutput {
+    fn add_state_counts(&mut self, counts: StateCounts) {
+        self.late_rows_dropped += counts.late_rows_dropped;
+        self.duplicate_rows_dropped += counts.duplicate_rows_dropped;
+        self.invalid_rows_dropped += counts.invalid_rows_dropped;
+        self.refused_rows += counts.refused_rows;
+        self.expired_keys += counts.expired_keys;
     }
 }
 

@@ -9,123 +9,29 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::physical::{AggregateInput, PARTIAL_MAX_EVENT_TIME_COLUMN};
 use sleet_plan::validate::WINDOW_START_COLUMN;
 use sleet_plan::{AggFunc, Aggregate, WindowSpec};
 
+use crate::cell::{column, decode_key, read_cell, write_cell, Cell, ColumnBuilder, Reader};
 use crate::error::ExecError;
-use crate::key::{KeyColumns, TAG_BOOLEAN, TAG_FLOAT64, TAG_INT64, TAG_NULL, TAG_UTF8};
-
-/// One value of a key or an aggregate.
-#[derive(Debug, Clone, PartialEq)]
-enum Cell {
-    Null,
-    Utf8(String),
-    Int64(i64),
-    Float64(f64),
-    Boolean(bool),
-}
-
-fn read_cell(column: &dyn Array, row: usize) -> Cell {
-    if column.is_null(row) {
-        return Cell::Null;
-    }
-    match column.data_type() {
-        DataType::Utf8 => Cell::Utf8(column.as_string::<i32>().value(row).to_string()),
-        DataType::Int64 => Cell::Int64(column.as_primitive::<Int64Type>().value(row)),
-        DataType::Float64 => Cell::Float64(column.as_primitive::<Float64Type>().value(row)),
-        DataType::Boolean => Cell::Boolean(column.as_boolean().value(row)),
-        _ => Cell::Null,
-    }
-}
-
-/// A bounds-checked reader over snapshot and key bytes: malformed input is an error, never a panic.
-struct Reader<'a> {
-    bytes: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, count: usize) -> Result<&'a [u8], ExecError> {
-        if self.bytes.len() < count {
-            return Err(ExecError::CorruptSnapshot(format!("needed {count} more bytes, {} left", self.bytes.len())));
-        }
-        let (head, tail) = self.bytes.split_at(count);
-        self.bytes = tail;
-        Ok(head)
-    }
-    fn u8(&mut self) -> Result<u8, ExecError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, ExecError> {
-        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
-    }
-    fn i64(&mut self) -> Result<i64, ExecError> {
-        Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
-    }
-    fn cell(&mut self) -> Result<Cell, ExecError> {
-        Ok(match self.u8()? {
-            TAG_NULL => Cell::Null,
-            TAG_UTF8 => {
-                let length = self.u32()? as usize;
-                let bytes = self.take(length)?;
-                Cell::Utf8(
-                    std::str::from_utf8(bytes)
-                        .map_err(|_| ExecError::CorruptSnapshot("a string is not UTF-8".into()))?
-                        .to_string(),
-                )
-            }
-            TAG_INT64 => Cell::Int64(self.i64()?),
-            TAG_FLOAT64 => Cell::Float64(f64::from_bits(self.i64()? as u64)),
-            TAG_BOOLEAN => Cell::Boolean(self.u8()? != 0),
-            tag => return Err(ExecError::CorruptSnapshot(format!("unknown value tag {tag}"))),
-        })
-    }
-}
-
-fn write_cell(cell: &Cell, out: &mut Vec<u8>) {
-    match cell {
-        Cell::Null => out.push(TAG_NULL),
-        Cell::Utf8(value) => {
-            out.push(TAG_UTF8);
-            out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-            out.extend_from_slice(value.as_bytes());
-        }
-        Cell::Int64(value) => {
-            out.push(TAG_INT64);
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        Cell::Float64(value) => {
-            out.push(TAG_FLOAT64);
-            out.extend_from_slice(&value.to_bits().to_le_bytes());
-        }
-        Cell::Boolean(value) => {
-            out.push(TAG_BOOLEAN);
-            out.push(*value as u8);
-        }
-    }
-}
-
-fn decode_key(bytes: &[u8], keys: usize) -> Result<Vec<Cell>, ExecError> {
-    let mut reader = Reader { bytes };
-    (0..keys).map(|_| reader.cell()).collect()
-}
+use crate::key::KeyColumns;
 
 /// How an aggregate folds one input value: over raw rows, or merging partial results.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum Fold {
+pub(crate) enum Fold {
     CountRows,
     Sum,
     Min,
     Max,
 }
 
-fn fold(accumulator: &mut Cell, how: Fold, input: Cell) {
+pub(crate) fn fold(accumulator: &mut Cell, how: Fold, input: Cell) {
     match how {
         Fold::CountRows => {
             if let Cell::Int64(count) = accumulator {
@@ -253,10 +159,6 @@ impl Layout {
     }
 }
 
-fn column(batch: &RecordBatch, name: &str) -> Result<ArrayRef, ExecError> {
-    batch.column_by_name(name).cloned().ok_or_else(|| ExecError::MissingColumn(name.to_string()))
-}
-
 type Windows = BTreeMap<i64, FxHashMap<Box<[u8]>, Group>>;
 
 /// Groups the rows of `batch` into `windows`. Rows whose window ends at or before
@@ -359,46 +261,6 @@ fn emit(
     }
     let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnBuilder::finish).collect();
     RecordBatch::try_new(Arc::clone(schema), arrays).map_err(ExecError::arrow("building window output"))
-}
-
-enum ColumnBuilder {
-    Utf8(StringBuilder),
-    Int64(Int64Builder),
-    Float64(Float64Builder),
-    Boolean(BooleanBuilder),
-}
-
-impl ColumnBuilder {
-    fn new(data_type: &DataType, capacity: usize) -> Self {
-        match data_type {
-            DataType::Utf8 => ColumnBuilder::Utf8(StringBuilder::with_capacity(capacity, capacity * 16)),
-            DataType::Float64 => ColumnBuilder::Float64(Float64Builder::with_capacity(capacity)),
-            DataType::Boolean => ColumnBuilder::Boolean(BooleanBuilder::with_capacity(capacity)),
-            _ => ColumnBuilder::Int64(Int64Builder::with_capacity(capacity)),
-        }
-    }
-
-    fn append(&mut self, cell: &Cell) {
-        match (self, cell) {
-            (ColumnBuilder::Utf8(builder), Cell::Utf8(value)) => builder.append_value(value),
-            (ColumnBuilder::Int64(builder), Cell::Int64(value)) => builder.append_value(*value),
-            (ColumnBuilder::Float64(builder), Cell::Float64(value)) => builder.append_value(*value),
-            (ColumnBuilder::Boolean(builder), Cell::Boolean(value)) => builder.append_value(*value),
-            (ColumnBuilder::Utf8(builder), _) => builder.append_null(),
-            (ColumnBuilder::Int64(builder), _) => builder.append_null(),
-            (ColumnBuilder::Float64(builder), _) => builder.append_null(),
-            (ColumnBuilder::Boolean(builder), _) => builder.append_null(),
-        }
-    }
-
-    fn finish(self) -> ArrayRef {
-        match self {
-            ColumnBuilder::Utf8(mut builder) => Arc::new(builder.finish()),
-            ColumnBuilder::Int64(mut builder) => Arc::new(builder.finish()),
-            ColumnBuilder::Float64(mut builder) => Arc::new(builder.finish()),
-            ColumnBuilder::Boolean(mut builder) => Arc::new(builder.finish()),
-        }
-    }
 }
 
 /// Folds one batch into one row per (window, key) before the exchange. No state is kept
@@ -613,7 +475,7 @@ impl WindowAggregateExec {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::{Int64Array, StringArray};
+    use arrow_array::{Array, Int64Array, StringArray};
     use proptest::prelude::*;
 
     use super::*;

@@ -6,6 +6,7 @@ use crate::node::{
     default_max_record_bytes, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec,
 };
 use crate::schema::Schema;
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
 
 #[derive(Debug, Clone)]
 pub struct PlanBuilder {
@@ -78,6 +79,21 @@ impl PlanBuilder {
             keys: keys.into_iter().map(str::to_string).collect(),
             aggregates: aggregates.into_iter().collect(),
         })
+    }
+
+    /// Per key, readings to the increments they add (see `IncrementsSpec`).
+    pub fn increments(self, spec: IncrementsSpec) -> Self {
+        self.push(Operator::Increments(spec))
+    }
+
+    /// Running aggregates per key across batches (see `KeyedAggregateSpec`).
+    pub fn keyed_aggregate(self, spec: KeyedAggregateSpec) -> Self {
+        self.push(Operator::KeyedAggregate(spec))
+    }
+
+    /// The `k` largest keys per group (see `TopKSpec`).
+    pub fn top_k(self, spec: TopKSpec) -> Self {
+        self.push(Operator::TopK(spec))
     }
 
     pub fn sink(self, spec: SinkSpec) -> Self {

@@ -23,6 +23,7 @@ pub mod job;
 pub mod node;
 pub mod physical;
 pub mod schema;
+pub mod state_spec;
 pub mod validate;
 
 pub use builder::PlanBuilder;
@@ -37,3 +38,4 @@ pub use node::{
 };
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};
+pub use state_spec::{IncrementsSpec, KeyedAggregateSpec, LatePolicy, ReadingEncoding, TopKSpec, RANK_COLUMN};

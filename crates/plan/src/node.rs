@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::expr::Expr;
 use crate::gateway::GatewaySourceSpec;
 use crate::schema::{DataType, Field, Schema};
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -59,6 +60,14 @@ pub enum Operator {
         keys: Vec<String>,
         aggregates: Vec<Aggregate>,
     },
+    /// Per key, turns readings (counters, cumulative counters or rates) into the increment
+    /// each reading adds, in event-time order across batches; late readings fold in with a
+    /// correction row (`IncrementsSpec`).
+    Increments(IncrementsSpec),
+    /// Running aggregates per key across batches; each batch emits the keys it changed.
+    KeyedAggregate(KeyedAggregateSpec),
+    /// Per group, the `k` keys with the largest value, emitted for every group that changed.
+    TopK(TopKSpec),
     Sink {
         spec: SinkSpec,
     },
@@ -78,6 +87,9 @@ impl Operator {
             Operator::Lookup { .. } => "lookup",
             Operator::Exchange { .. } => "exchange",
             Operator::WindowAggregate { .. } => "window_aggregate",
+            Operator::Increments(_) => "increments",
+            Operator::KeyedAggregate(_) => "keyed_aggregate",
+            Operator::TopK(_) => "top_k",
             Operator::Sink { .. } => "sink",
         }
     }

@@ -5,6 +5,9 @@
 //!  source → decode → filter → project → lookup → exchange → window_aggregate → sink
 //!  └──────────────── stage 0 (map) ───────────────┘         └──── stage 1 (reduce) ───┘
 //!                           + partial_window_aggregate when combining
+//!
+//!  source → decode → increments → project → exchange → keyed_aggregate → top_k → sink
+//!  └──────── stage 0 (map, stateful) ──────────────┘         └──── stage 1 (reduce) ───┘
 //! ```
 
 use std::collections::BTreeSet;
@@ -15,6 +18,7 @@ use crate::error::PlanError;
 use crate::expr::Expr;
 use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec};
 use crate::schema::Schema;
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
 
 /// Column a partial window aggregate adds: the largest event time among the rows it folded,
 /// so the reduce side can advance its watermark without seeing the raw rows.
@@ -51,10 +55,11 @@ pub struct StagePlan {
 }
 
 impl StagePlan {
-    /// Whether its partitions keep keyed state from batch to batch (a window aggregate),
-    /// which checkpoints snapshot.
+    /// Whether its partitions keep keyed state from batch to batch (a window aggregate,
+    /// increments, a keyed aggregate, a top-k), which checkpoints snapshot. A map stage can
+    /// be stateful too (increments before the exchange).
     pub fn is_stateful(&self) -> bool {
-        self.ops.iter().any(|op| matches!(op, PhysicalOp::WindowAggregate { .. }))
+        self.ops.iter().any(PhysicalOp::is_stateful)
     }
 }
 
@@ -120,6 +125,9 @@ pub enum PhysicalOp {
         aggregates: Vec<Aggregate>,
         input: AggregateInput,
     },
+    Increments(IncrementsSpec),
+    KeyedAggregate(KeyedAggregateSpec),
+    TopK(TopKSpec),
 }
 
 impl PhysicalOp {
@@ -131,7 +139,21 @@ impl PhysicalOp {
             PhysicalOp::Lookup { .. } => "lookup",
             PhysicalOp::PartialWindowAggregate { .. } => "partial_window_aggregate",
             PhysicalOp::WindowAggregate { .. } => "window_aggregate",
+            PhysicalOp::Increments(_) => "increments",
+            PhysicalOp::KeyedAggregate(_) => "keyed_aggregate",
+            PhysicalOp::TopK(_) => "top_k",
         }
+    }
+
+    /// Whether it keeps keyed state from batch to batch.
+    pub fn is_stateful(&self) -> bool {
+        matches!(
+            self,
+            PhysicalOp::WindowAggregate { .. }
+                | PhysicalOp::Increments(_)
+                | PhysicalOp::KeyedAggregate(_)
+                | PhysicalOp::TopK(_)
+        )
     }
 }
 
@@ -215,6 +237,9 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
                     current.ops.push(aggregate_after_exchange(nodes, index - 1, AggregateInput::Rows));
                 }
             }
+            Operator::Increments(spec) => current.ops.push(PhysicalOp::Increments(spec.clone())),
+            Operator::KeyedAggregate(spec) => current.ops.push(PhysicalOp::KeyedAggregate(spec.clone())),
+            Operator::TopK(spec) => current.ops.push(PhysicalOp::TopK(spec.clone())),
             Operator::Sink { spec } => current.output = StageOutput::Sink(spec.clone()),
         }
     }
@@ -243,6 +268,24 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
                 let mut reads: BTreeSet<String> = keys.iter().cloned().collect();
                 reads.insert(window.time_column.clone());
                 reads.extend(aggregates.iter().filter_map(|aggregate| aggregate.column.clone()));
+                reads
+            }
+            Operator::Increments(spec) => {
+                let mut reads = needed.clone();
+                reads.extend(spec.keys.iter().chain(&spec.columns).cloned());
+                reads.insert(spec.time_column.clone());
+                reads
+            }
+            Operator::KeyedAggregate(spec) => {
+                let mut reads: BTreeSet<String> = spec.keys.iter().cloned().collect();
+                reads.insert(spec.time_column.clone());
+                reads.extend(spec.aggregates.iter().filter_map(|aggregate| aggregate.column.clone()));
+                reads
+            }
+            Operator::TopK(spec) => {
+                let mut reads: BTreeSet<String> = spec.group.iter().chain(&spec.keys).cloned().collect();
+                reads.insert(spec.order_by.clone());
+                reads.insert(spec.time_column.clone());
                 reads
             }
             Operator::Exchange { keys, .. } => {

@@ -8,6 +8,7 @@ mod exchange;
 mod lookup;
 mod row_ops;
 mod source;
+mod state;
 mod window;
 
 use crate::error::{NodeRef, PlanError};
@@ -47,6 +48,11 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
                 let follows_exchange = matches!(nodes[index - 1].operator, Operator::Exchange { .. });
                 window::check(&at, input, window, keys, aggregates, exchange_keys, follows_exchange)?
             }
+            (Operator::Increments(spec), Some(input)) => state::check_increments(&at, input, spec, exchange_keys)?,
+            (Operator::KeyedAggregate(spec), Some(input)) => {
+                state::check_keyed_aggregate(&at, input, spec, exchange_keys)?
+            }
+            (Operator::TopK(spec), Some(input)) => state::check_top_k(&at, input, spec, exchange_keys)?,
             (Operator::Sink { .. }, Some(input)) => input.clone(),
         };
         schemas.push(output);

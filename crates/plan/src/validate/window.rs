@@ -79,7 +79,7 @@ fn check_partitioning(
     Ok(())
 }
 
-fn aggregate_type(at: &NodeRef, input: &Schema, aggregate: &Aggregate) -> Result<DataType, PlanError> {
+pub(super) fn aggregate_type(at: &NodeRef, input: &Schema, aggregate: &Aggregate) -> Result<DataType, PlanError> {
     match (aggregate.func, &aggregate.column) {
         (AggFunc::Count, _) => Ok(DataType::Int64),
         (_, None) => Err(option(at, &aggregate.name, "sum, min and max need a column")),

@@ -1,0 +1,501 @@
+//! Per group, the `k` keys with the largest value, exact: every key's current value is kept
+//! (an input row replaces the value its key had, so values may go down as well as up, as a
+//! correction makes them), ranked largest first, ties to the smaller key (compared column by
+//! column: numbers by value, strings by bytes, null first). Each batch emits, for every group
+//! it changed, that group's ranking: rows `(group columns, rank, key columns, value)`, rank 1
+//! the largest, at most `k` rows.
+//!
+//! A group not updated for `ttl_ms` of event time (against the largest seen) is forgotten; a
+//! row that far behind is dropped as late. With `max_keys` keys held over all groups, rows of
+//! new keys are refused (dropped and counted) until groups expire. A row without a value or
+//! an event time is dropped as invalid.
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use rustc_hash::FxHashMap;
+use sleet_plan::{TopKSpec, RANK_COLUMN};
+
+use crate::cell::{column, decode_key, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::error::ExecError;
+use crate::key::KeyColumns;
+use crate::state::{read_header, read_time, sweep_due, write_time, StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+
+/// A total order on cells of one column: null first, then by value (floats by `total_cmp`).
+fn compare_cells(left: &Cell, right: &Cell) -> Ordering {
+    match (left, right) {
+        (Cell::Null, Cell::Null) => Ordering::Equal,
+        (Cell::Null, _) => Ordering::Less,
+        (_, Cell::Null) => Ordering::Greater,
+        (Cell::Int64(a), Cell::Int64(b)) => a.cmp(b),
+        (Cell::Float64(a), Cell::Float64(b)) => a.total_cmp(b),
+        (Cell::Int64(a), Cell::Float64(b)) => (*a as f64).total_cmp(b),
+        (Cell::Float64(a), Cell::Int64(b)) => a.total_cmp(&(*b as f64)),
+        (Cell::Utf8(a), Cell::Utf8(b)) => a.cmp(b),
+        (Cell::Boolean(a), Cell::Boolean(b)) => a.cmp(b),
+        // Never within one column; any fixed order keeps the set consistent.
+        (a, b) => kind(a).cmp(&kind(b)),
+    }
+}
+
+fn kind(cell: &Cell) -> u8 {
+    match cell {
+        Cell::Null => 0,
+        Cell::Boolean(_) => 1,
+        Cell::Int64(_) => 2,
+        Cell::Float64(_) => 3,
+        Cell::Utf8(_) => 4,
+    }
+}
+
+/// A key's place in its group: larger values first, then smaller keys.
+#[derive(Debug, Clone)]
+struct Ranked {
+    value: Cell,
+    key: Vec<Cell>,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_cells(&other.value, &self.value).then_with(|| {
+            self.key
+                .iter()
+                .zip(&other.key)
+                .map(|(a, b)| compare_cells(a, b))
+                .find(|order| order.is_ne())
+                .unwrap_or(Ordering::Equal)
+        })
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+#[derive(Debug, Default)]
+struct GroupState {
+    /// Each key's current value, by its encoded key.
+    values: FxHashMap<Box<[u8]>, Cell>,
+    ranking: BTreeSet<Ranked>,
+    latest_ms: i64,
+    touched_in: u64,
+}
+
+pub struct TopKOutput {
+    pub rankings: RecordBatch,
+    pub counts: StateCounts,
+}
+
+pub struct TopKExec {
+    spec: TopKSpec,
+    groups: FxHashMap<Box<[u8]>, GroupState>,
+    /// Keys held over all groups, against `max_keys`.
+    key_count: u64,
+    key_bytes: u64,
+    max_event_time: Option<i64>,
+    swept_at: Option<i64>,
+    generation: u64,
+    schema: Option<SchemaRef>,
+}
+
+const SNAPSHOT_MAGIC: &[u8; 4] = b"SLTK";
+const SNAPSHOT_VERSION: u8 = 1;
+
+impl TopKExec {
+    pub fn new(spec: TopKSpec) -> Self {
+        TopKExec {
+            spec,
+            groups: FxHashMap::default(),
+            key_count: 0,
+            key_bytes: 0,
+            max_event_time: None,
+            swept_at: None,
+            generation: 0,
+            schema: None,
+        }
+    }
+
+    pub fn size(&self) -> StateSize {
+        // A key is held twice (its bytes, and decoded in the ranking) with its value.
+        let per_key = ENTRY_OVERHEAD_BYTES + 2 * std::mem::size_of::<Cell>() as u64;
+        StateSize {
+            keys: self.key_count,
+            bytes: 2 * self.key_bytes + self.key_count * per_key + self.groups.len() as u64 * ENTRY_OVERHEAD_BYTES,
+        }
+    }
+
+    fn output_schema(&mut self, input: &Schema) -> SchemaRef {
+        let spec = &self.spec;
+        Arc::clone(self.schema.get_or_insert_with(|| {
+            let field = |name: &str| {
+                input.field_with_name(name).map_or(Field::new(name, DataType::Utf8, true), |field| field.clone())
+            };
+            let mut fields: Vec<Field> = spec.group.iter().map(|name| field(name)).collect();
+            fields.push(Field::new(RANK_COLUMN, DataType::Int64, false));
+            fields.extend(spec.keys.iter().map(|name| field(name)));
+            fields.push(field(&spec.order_by));
+            Arc::new(Schema::new(fields))
+        }))
+    }
+
+    /// Takes the rows of one batch (each a key's new value) and returns the rankings of the
+    /// groups they changed.
+    pub fn process(&mut self, inputs: &[RecordBatch]) -> Result<TopKOutput, ExecError> {
+        let Some(first) = inputs.first() else {
+            // Nothing can change; the schema waits for a batch that shows the input's types.
+            return Ok(TopKOutput {
+                rankings: RecordBatch::new_empty(Arc::new(Schema::empty())),
+                counts: StateCounts::default(),
+            });
+        };
+        let schema = self.output_schema(&first.schema());
+        self.generation += 1;
+        let late_before = self.max_event_time.map(|max| max.saturating_sub(self.spec.ttl_ms));
+        let mut counts = StateCounts::default();
+        let mut touched: Vec<Box<[u8]>> = Vec::new();
+        for batch in inputs {
+            self.take_batch(batch, late_before, &mut touched, &mut counts)?;
+        }
+        let k = self.spec.k as usize;
+        let capacity = touched.len() * k;
+        let mut columns: Vec<ColumnBuilder> =
+            schema.fields().iter().map(|field| ColumnBuilder::new(field.data_type(), capacity)).collect();
+        let group_count = self.spec.group.len();
+        for group_key in &touched {
+            let group = &self.groups[group_key];
+            let group_cells = decode_key(group_key, group_count)?;
+            for (rank, ranked) in group.ranking.iter().take(k).enumerate() {
+                for (index, cell) in group_cells.iter().enumerate() {
+                    columns[index].append(cell);
+                }
+                columns[group_count].append(&Cell::Int64(rank as i64 + 1));
+                for (index, cell) in ranked.key.iter().enumerate() {
+                    columns[group_count + 1 + index].append(cell);
+                }
+                columns[group_count + 1 + ranked.key.len()].append(&ranked.value);
+            }
+        }
+        let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnBuilder::finish).collect();
+        let rankings = RecordBatch::try_new(schema, arrays).map_err(ExecError::arrow("building top-k rankings"))?;
+        counts.expired_keys += self.sweep();
+        Ok(TopKOutput { rankings, counts })
+    }
+
+    fn take_batch(
+        &mut self,
+        batch: &RecordBatch,
+        late_before: Option<i64>,
+        touched: &mut Vec<Box<[u8]>>,
+        counts: &mut StateCounts,
+    ) -> Result<(), ExecError> {
+        let group_arrays: Vec<ArrayRef> =
+            self.spec.group.iter().map(|name| column(batch, name)).collect::<Result<_, _>>()?;
+        let group_columns = KeyColumns::new(&group_arrays);
+        let key_arrays: Vec<ArrayRef> =
+            self.spec.keys.iter().map(|name| column(batch, name)).collect::<Result<_, _>>()?;
+        let key_columns = KeyColumns::new(&key_arrays);
+        let values = column(batch, &self.spec.order_by)?;
+        let time_array = column(batch, &self.spec.time_column)?;
+        let times = time_array
+            .as_primitive_opt::<Int64Type>()
+            .ok_or_else(|| ExecError::MissingColumn(self.spec.time_column.clone()))?;
+        let (mut group_key, mut key) = (Vec::with_capacity(32), Vec::with_capacity(64));
+        for row in 0..batch.num_rows() {
+            if !times.is_valid(row) || values.is_null(row) {
+                counts.invalid_rows_dropped += 1;
+                continue;
+            }
+            let time = times.value(row);
+            if late_before.is_some_and(|before| time < before) {
+                counts.late_rows_dropped += 1;
+                continue;
+            }
+            self.max_event_time = Some(self.max_event_time.map_or(time, |max| max.max(time)));
+            group_key.clear();
+            group_columns.encode(row, &mut group_key);
+            key.clear();
+            key_columns.encode(row, &mut key);
+            let value = read_cell(values.as_ref(), row);
+            let known_group = self.groups.get(group_key.as_slice());
+            let is_new_group = known_group.is_none();
+            let is_new_key = known_group.is_none_or(|group| !group.values.contains_key(key.as_slice()));
+            if is_new_key && self.key_count >= self.spec.max_keys {
+                counts.refused_rows += 1;
+                continue;
+            }
+            if is_new_group {
+                self.key_bytes += group_key.len() as u64;
+            }
+            let group = self.groups.entry(group_key.as_slice().into()).or_default();
+            let key_cells = decode_key(&key, self.spec.keys.len())?;
+            match group.values.get_mut(key.as_slice()) {
+                Some(old) => {
+                    let removed = group.ranking.remove(&Ranked { value: old.clone(), key: key_cells.clone() });
+                    debug_assert!(removed, "a key's value and its ranking entry agree");
+                    *old = value.clone();
+                }
+                None => {
+                    group.values.insert(key.as_slice().into(), value.clone());
+                    self.key_count += 1;
+                    self.key_bytes += key.len() as u64;
+                }
+            }
+            group.ranking.insert(Ranked { value, key: key_cells });
+            group.latest_ms = if is_new_group { time } else { group.latest_ms.max(time) };
+            if group.touched_in != self.generation {
+                group.touched_in = self.generation;
+                touched.push(group_key.as_slice().into());
+            }
+        }
+        Ok(())
+    }
+
+    fn sweep(&mut self) -> u64 {
+        if !sweep_due(self.spec.ttl_ms, self.swept_at, self.max_event_time) {
+            return 0;
+        }
+        let Some(max) = self.max_event_time else { return 0 };
+        self.swept_at = Some(max);
+        let expire_before = max.saturating_sub(self.spec.ttl_ms);
+        let before = self.groups.len();
+        let (mut keys, mut key_bytes) = (0u64, 0u64);
+        self.groups.retain(|group_key, group| {
+            let keep = group.latest_ms >= expire_before;
+            if !keep {
+                keys += group.values.len() as u64;
+                key_bytes += group_key.len() as u64 + group.values.keys().map(|key| key.len() as u64).sum::<u64>();
+            }
+            keep
+        });
+        self.key_count -= keys;
+        self.key_bytes -= key_bytes;
+        (before - self.groups.len()) as u64
+    }
+
+    /// The whole state as bytes: deterministic (groups and keys in sorted order).
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(SNAPSHOT_MAGIC);
+        out.push(SNAPSHOT_VERSION);
+        write_time(self.max_event_time, &mut out);
+        write_time(self.swept_at, &mut out);
+        out.extend_from_slice(&(self.groups.len() as u32).to_le_bytes());
+        let mut group_keys: Vec<&Box<[u8]>> = self.groups.keys().collect();
+        group_keys.sort();
+        for group_key in group_keys {
+            let group = &self.groups[group_key];
+            out.extend_from_slice(&(group_key.len() as u32).to_le_bytes());
+            out.extend_from_slice(group_key);
+            out.extend_from_slice(&group.latest_ms.to_le_bytes());
+            out.extend_from_slice(&(group.values.len() as u32).to_le_bytes());
+            let mut keys: Vec<(&Box<[u8]>, &Cell)> = group.values.iter().collect();
+            keys.sort_by(|a, b| a.0.cmp(b.0));
+            for (key, value) in keys {
+                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+                out.extend_from_slice(key);
+                write_cell(value, &mut out);
+            }
+        }
+        out
+    }
+
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
+        let mut reader = Reader { bytes };
+        read_header(&mut reader, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, "top-k")?;
+        let max_event_time = read_time(&mut reader)?;
+        let swept_at = read_time(&mut reader)?;
+        let group_count = reader.u32()? as usize;
+        let mut groups = FxHashMap::with_capacity_and_hasher(group_count.min(reader.bytes.len()), Default::default());
+        let (mut key_count, mut key_bytes) = (0u64, 0u64);
+        for _ in 0..group_count {
+            let length = reader.u32()? as usize;
+            let group_key: Box<[u8]> = reader.take(length)?.into();
+            decode_key(&group_key, self.spec.group.len())?;
+            let mut group = GroupState { latest_ms: reader.i64()?, ..GroupState::default() };
+            let count = reader.u32()? as usize;
+            for _ in 0..count {
+                let length = reader.u32()? as usize;
+                let key: Box<[u8]> = reader.take(length)?.into();
+                let key_cells = decode_key(&key, self.spec.keys.len())?;
+                let value = reader.cell()?;
+                key_bytes += key.len() as u64;
+                if group.values.insert(key, value.clone()).is_some() {
+                    return Err(ExecError::CorruptSnapshot("a key appears twice in a group".into()));
+                }
+                group.ranking.insert(Ranked { value, key: key_cells });
+            }
+            key_count += count as u64;
+            key_bytes += group_key.len() as u64;
+            if groups.insert(group_key, group).is_some() {
+                return Err(ExecError::CorruptSnapshot("a group appears twice".into()));
+            }
+        }
+        if !reader.bytes.is_empty() {
+            return Err(ExecError::CorruptSnapshot(format!("{} trailing bytes", reader.bytes.len())));
+        }
+        self.groups = groups;
+        self.key_count = key_count;
+        self.key_bytes = key_bytes;
+        self.max_event_time = max_event_time;
+        self.swept_at = swept_at;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use arrow_array::{Int64Array, StringArray};
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn spec(k: u32, ttl_ms: i64) -> TopKSpec {
+        TopKSpec {
+            group: vec!["day".into()],
+            keys: vec!["id".into()],
+            order_by: "total".into(),
+            k,
+            time_column: "t".into(),
+            ttl_ms,
+            max_keys: 1_000,
+        }
+    }
+
+    /// (day, id, total, time).
+    type Update = (i64, String, i64, i64);
+    /// (day, rank, id, total).
+    type Ranking = Vec<(i64, i64, String, i64)>;
+
+    fn to_batch(updates: &[Update]) -> RecordBatch {
+        RecordBatch::try_from_iter([
+            ("day", Arc::new(Int64Array::from(updates.iter().map(|u| u.0).collect::<Vec<_>>())) as ArrayRef),
+            ("id", Arc::new(StringArray::from(updates.iter().map(|u| u.1.as_str()).collect::<Vec<_>>())) as ArrayRef),
+            ("total", Arc::new(Int64Array::from(updates.iter().map(|u| u.2).collect::<Vec<_>>())) as ArrayRef),
+            ("t", Arc::new(Int64Array::from(updates.iter().map(|u| u.3).collect::<Vec<_>>())) as ArrayRef),
+        ])
+        .expect("updates")
+    }
+
+    fn rankings(batch: &RecordBatch) -> Ranking {
+        if batch.num_rows() == 0 {
+            return Ranking::new();
+        }
+        let int = |column: usize, row: usize| batch.column(column).as_primitive::<Int64Type>().value(row);
+        let ids = batch.column(2).as_string::<i32>();
+        let mut rows: Ranking = (0..batch.num_rows())
+            .map(|row| (int(0, row), int(1, row), ids.value(row).to_string(), int(3, row)))
+            .collect();
+        rows.sort();
+        rows
+    }
+
+    /// The naive reference: every key's latest value per day, sorted from scratch.
+    fn reference(values: &BTreeMap<(i64, String), i64>, days: &[i64], k: usize) -> Ranking {
+        let mut rows = Ranking::new();
+        for day in days {
+            let mut members: Vec<(&String, i64)> =
+                values.iter().filter(|((d, _), _)| d == day).map(|((_, id), total)| (id, *total)).collect();
+            members.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+            for (rank, (id, total)) in members.into_iter().take(k).enumerate() {
+                rows.push((*day, rank as i64 + 1, id.clone(), total));
+            }
+        }
+        rows.sort();
+        rows
+    }
+
+    fn arbitrary_batches() -> impl Strategy<Value = Vec<Vec<Update>>> {
+        // Few values, so ties are common; values go down as well as up.
+        proptest::collection::vec(proptest::collection::vec((0i64..3, "[a-f]{1,2}", 0i64..6, 0i64..100), 0..20), 1..8)
+    }
+
+    proptest! {
+        #[test]
+        fn each_changed_group_gets_its_exact_ranking(batches in arbitrary_batches(), k in 1u32..5, split in 1usize..8) {
+            let mut exec = TopKExec::new(spec(k, 1_000_000));
+            let mut values = BTreeMap::new();
+            for batch in &batches {
+                for (day, id, total, _) in batch {
+                    values.insert((*day, id.clone()), *total);
+                }
+                let mut days: Vec<i64> = batch.iter().map(|update| update.0).collect();
+                days.sort();
+                days.dedup();
+                let blocks: Vec<RecordBatch> = batch.chunks(split).map(to_batch).collect();
+                let output = exec.process(&blocks).expect("process");
+                prop_assert_eq!(rankings(&output.rankings), reference(&values, &days, k as usize));
+            }
+        }
+
+        #[test]
+        fn snapshot_and_restore_continue_identically(batches in arbitrary_batches(), cut in 0usize..8) {
+            let mut straight = TopKExec::new(spec(3, 40));
+            let mut restored = TopKExec::new(spec(3, 40));
+            let cut = cut.min(batches.len() - 1);
+            for (index, batch) in batches.iter().enumerate() {
+                let block = [to_batch(batch)];
+                let expected = straight.process(&block).expect("straight");
+                if index == cut {
+                    let bytes = straight.snapshot();
+                    restored = TopKExec::new(spec(3, 40));
+                    restored.restore(&bytes).expect("restore");
+                    prop_assert_eq!(restored.snapshot(), bytes);
+                    prop_assert_eq!(restored.size(), straight.size());
+                } else if index > cut {
+                    let found = restored.process(&block).expect("restored");
+                    prop_assert_eq!(found.rankings, expected.rankings);
+                    prop_assert_eq!(found.counts, expected.counts);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn ties_go_to_the_smaller_key_and_a_lowered_value_drops_in_rank() {
+        let mut exec = TopKExec::new(spec(2, 1_000));
+        let update = |id: &str, total: i64| (1, id.to_string(), total, 10);
+        let first = exec.process(&[to_batch(&[update("b", 5), update("a", 5), update("c", 4)])]).expect("first");
+        assert_eq!(rankings(&first.rankings), vec![(1, 1, "a".into(), 5), (1, 2, "b".into(), 5)]);
+        let second = exec.process(&[to_batch(&[update("a", 3)])]).expect("second");
+        assert_eq!(rankings(&second.rankings), vec![(1, 1, "b".into(), 5), (1, 2, "c".into(), 4)]);
+    }
+
+    #[test]
+    fn a_silent_group_expires_and_rows_a_ttl_behind_are_late() {
+        let mut exec = TopKExec::new(spec(2, 100));
+        exec.process(&[to_batch(&[(1, "a".into(), 5, 0), (2, "a".into(), 5, 0)])]).expect("first");
+        let second = exec.process(&[to_batch(&[(2, "b".into(), 1, 150)])]).expect("second");
+        assert_eq!(second.counts.expired_keys, 1, "day 1, last updated at 0, is more than 100 behind 150");
+        assert_eq!(exec.size().keys, 2, "day 2's a and b remain");
+        let third = exec.process(&[to_batch(&[(1, "c".into(), 9, 40)])]).expect("third");
+        assert_eq!(third.counts.late_rows_dropped, 1);
+        assert_eq!(third.rankings.num_rows(), 0);
+    }
+
+    #[test]
+    fn restore_rejects_damaged_bytes_without_panicking() {
+        let mut exec = TopKExec::new(spec(2, 100));
+        exec.process(&[to_batch(&[(1, "a".into(), 5, 0), (2, "b".into(), 5, 0)])]).expect("process");
+        let bytes = exec.snapshot();
+        for cut in 0..bytes.len() {
+            assert!(TopKExec::new(spec(2, 100)).restore(&bytes[..cut]).is_err(), "truncated at {cut}");
+        }
+    }
+}
