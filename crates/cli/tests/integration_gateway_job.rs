@@ -1,0 +1,205 @@
+//! The home-gateway job on the built-in gateway source, end to end with real processes, for
+//! each client encoding: increments per gateway in the map stage, totals per (day, gateway)
+//! and the ranking per day in the reduce stage. Each day's final ranking and every gateway's
+//! daily total are compared with `sleet_workloads::gateway_check`, which sums the generator's
+//! own traffic and never the encoded values the job decodes. One run loses a worker to
+//! SIGKILL mid-run and must come out the same.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use common::recovery::{output_of, signal, sleep_until, submit_file, worker};
+use common::{test_dir, Reaper};
+use sleet_plan::*;
+use sleet_workloads::gateway_check::{self, TopRow, TOP_K};
+
+const DAY_MS: i64 = 86_400_000;
+const MINUTE_MS: i64 = 60_000;
+const GATEWAYS: u32 = 40;
+/// Simulated time runs this much faster than the wall clock: a day in about 2 s.
+const SPEEDUP: u32 = 40_000;
+/// The gateways report for a day and a half of simulated time, across at least one midnight.
+const SIMULATED_SPAN_MS: i64 = 36 * 60 * MINUTE_MS;
+
+fn gateway_spec(encoding: GatewayEncoding, start_ms: i64) -> GatewaySourceSpec {
+    GatewaySourceSpec {
+        seed: 7,
+        gateways: GATEWAYS,
+        partitions: 2,
+        encoding,
+        format: GatewayFormat::Json,
+        start_ms,
+        stop_ms: Some(start_ms + SIMULATED_SPAN_MS),
+        speedup: SPEEDUP,
+        report_interval_ms: MINUTE_MS,
+        jitter_ms: 20_000,
+        late_fraction: 0.05,
+        max_delay_ms: 2 * MINUTE_MS,
+    }
+}
+
+/// The job a user writes for the study's question, with `k` as large as the gateway count so
+/// that the ranking also carries every gateway's daily total.
+fn job_file(dir: &Path, spec: &GatewaySourceSpec) -> std::path::PathBuf {
+    let ttl_ms = 2 * DAY_MS;
+    let plan = PlanBuilder::source("gateway", SourceSpec::Gateway(spec.clone()))
+        .decode_json(sleet_connectors::gateway::record_schema())
+        .increments(IncrementsSpec {
+            keys: vec!["gateway_id".into()],
+            time_column: "date".into(),
+            encoding: match spec.encoding {
+                GatewayEncoding::Counter => ReadingEncoding::Counter,
+                GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
+                GatewayEncoding::Rate => ReadingEncoding::Rate,
+            },
+            columns: vec!["ipTx".into(), "ipRx".into()],
+            late: LatePolicy::Fold,
+            allowed_lateness_ms: spec.max_delay_ms,
+            ttl_ms,
+            wrap_bits: 32,
+            max_keys: 10_000,
+        })
+        .project_named([
+            (col("gateway_id"), "gateway_id"),
+            (col("date"), "date"),
+            (col("date").divide(lit(DAY_MS)), "day"),
+            (col("ipTx").add(col("ipRx")), "bytes"),
+        ])
+        .exchange(["day"], 2)
+        .keyed_aggregate(KeyedAggregateSpec {
+            keys: vec!["day".into(), "gateway_id".into()],
+            aggregates: vec![Aggregate::sum("bytes", "total")],
+            time_column: "date".into(),
+            ttl_ms,
+            max_keys: 10_000,
+        })
+        .top_k(TopKSpec {
+            group: vec!["day".into()],
+            keys: vec!["gateway_id".into()],
+            order_by: "total".into(),
+            k: GATEWAYS,
+            time_column: "date".into(),
+            ttl_ms,
+            max_keys: 10_000,
+        })
+        .sink(SinkSpec::JsonLines { dir: dir.join("results").display().to_string() })
+        .build()
+        .expect("a valid plan");
+    // Every reading is delivered by the drain; a second more lets the last batches finish.
+    let drained_wall_ms = spec.wall_ms(spec.drained_ms().expect("the gateways stop"));
+    let duration_ms = (drained_wall_ms - spec.start_ms + 1_000) as u64 / 100 * 100;
+    let job = JobFile {
+        plan,
+        settings: JobSettings {
+            batch_interval_ms: 100,
+            duration_ms: Some(duration_ms),
+            start_ms: Some(spec.start_ms),
+            checkpoint_interval_ms: 500,
+            ..JobSettings::default()
+        },
+    };
+    let path = dir.join("job.json");
+    std::fs::write(&path, job.to_json()).expect("job file");
+    path
+}
+
+/// Each day's ranking as the job left it: the rows of the last batch that ranked the day.
+fn final_rankings(dir: &Path) -> BTreeMap<i64, BTreeMap<u32, TopRow>> {
+    let lines = sleet_durable::committed::read_json_lines(&dir.join("results"), "part-", "sink").expect("sink files");
+    let mut latest: BTreeMap<i64, (u64, BTreeMap<u32, TopRow>)> = BTreeMap::new();
+    for line in lines {
+        let batch = line.value["batch"].as_u64().expect("batch");
+        let row: TopRow = serde_json::from_value(line.value).expect("a ranking row");
+        let entry = latest.entry(row.day).or_insert((batch, BTreeMap::new()));
+        if batch > entry.0 {
+            *entry = (batch, BTreeMap::new());
+        }
+        if batch == entry.0 {
+            entry.1.insert(row.rank, row);
+        }
+    }
+    latest.into_iter().map(|(day, (_, ranks))| (day, ranks)).collect()
+}
+
+/// Runs the job on a driver and `workers` workers; with `kill_at_ms`, the last worker is
+/// SIGKILLed at that instant. Returns the job's summary.
+fn run(dir: &Path, spec: &GatewaySourceSpec, workers: u32, kill_at_ms: Option<i64>) -> String {
+    let job = job_file(dir, spec);
+    let log = std::fs::File::create(dir.join("driver.log")).expect("driver log");
+    let checkpoints = dir.join("checkpoints").display().to_string();
+    let expected_workers = workers.to_string();
+    let extra = ["--expect-workers", expected_workers.as_str(), "--checkpoint-dir", checkpoints.as_str()];
+    let (driver, address) = common::start_driver_logged("127.0.0.1:0", &extra, log);
+    let mut processes = Reaper(vec![driver]);
+    for index in 1..=workers {
+        processes.0.push(worker(dir, &address, index));
+    }
+    let submit = submit_file(&job, &address);
+    if let Some(at_ms) = kill_at_ms {
+        sleep_until(at_ms);
+        signal(processes.0.last().expect("a worker"), libc::SIGKILL);
+    }
+    let (succeeded, stdout, stderr) = output_of(submit, Duration::from_secs(90));
+    assert!(succeeded, "the gateway job completes:\n{stdout}\n{stderr}");
+    stdout
+}
+
+/// The job's final rankings against the truth: the top 10 of every day, and every gateway's
+/// total of every day (exact for `counter` and `cumulative`, within 0.1 % for `rate`).
+fn assert_matches_the_truth(dir: &Path, spec: &GatewaySourceSpec) {
+    let end_ms = spec.drained_ms().expect("the gateways stop") + 1;
+    let truth = gateway_check::ground_truth(spec, spec.start_ms, end_ms);
+    let is_final = |day: i64| gateway_check::day_is_final(spec, spec.start_ms, end_ms, day);
+    let rankings = final_rankings(dir);
+    assert!(rankings.len() >= 2, "the run spans a midnight: {:?}", rankings.keys());
+    let tolerance = gateway_check::tolerance(spec.encoding);
+
+    let top: BTreeMap<i64, BTreeMap<u32, TopRow>> = rankings
+        .iter()
+        .map(|(day, ranks)| (*day, ranks.range(1..=TOP_K as u32).map(|(rank, row)| (*rank, row.clone())).collect()))
+        .collect();
+    let wrong = gateway_check::check_top(&top, &truth, TOP_K, tolerance, &is_final);
+    assert!(wrong.is_empty(), "{:?}: the daily top {TOP_K} differs from the truth: {wrong:#?}", spec.encoding);
+
+    let mut checked = 0;
+    for ((day, gateway), totals) in &truth {
+        let row = rankings.get(day).and_then(|ranks| ranks.values().find(|row| &row.gateway_id == gateway));
+        let Some(row) = row else { panic!("{:?}: day {day} has no total for {gateway}", spec.encoding) };
+        let expected = totals.total() as f64;
+        assert!(
+            (row.total - expected).abs() <= tolerance * expected,
+            "{:?}: day {day} {gateway}: {} against the truth's {expected}",
+            spec.encoding,
+            row.total
+        );
+        checked += 1;
+    }
+    assert!(checked >= GATEWAYS as usize * 2, "every gateway on every day: {checked} totals checked");
+}
+
+fn start_ms() -> i64 {
+    (sleet_wire::clock::now_ms() + 3_000) / 100 * 100
+}
+
+#[test]
+fn the_gateway_job_matches_the_truth_for_every_encoding() {
+    for encoding in [GatewayEncoding::Counter, GatewayEncoding::Cumulative, GatewayEncoding::Rate] {
+        let dir = test_dir(&format!("gateway_job_{}", encoding.as_str()));
+        let spec = gateway_spec(encoding, start_ms());
+        run(&dir, &spec, 2, None);
+        assert_matches_the_truth(&dir, &spec);
+    }
+}
+
+#[test]
+fn a_killed_worker_leaves_the_gateway_rankings_and_totals_exact() {
+    let dir = test_dir("gateway_job_kill");
+    let spec = gateway_spec(GatewayEncoding::Cumulative, start_ms());
+    // Past the first checkpoints and well before the drain.
+    let summary = run(&dir, &spec, 3, Some(spec.start_ms + 2_000));
+    assert!(summary.contains("recovered from losing worker"), "the summary tells of the recovery: {summary}");
+    assert_matches_the_truth(&dir, &spec);
+}
