@@ -238,8 +238,7 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Submit { job_file, driver } => {
             let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
-            let job =
-                JobFile::from_json(&text).with_context(|| format!("{} is not a valid job", job_file.display()))?;
+            let job = sleet_cli::job_file::read_job_file(&job_file, &text)?;
             let summary = client::run_job(&driver, job, print_progress, interrupt::wait()).await?;
             print_summary(&summary);
         }

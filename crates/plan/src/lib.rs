@@ -15,6 +15,7 @@
 //! Everything here is pure data and pure functions: no I/O, no clocks, no threads.
 //! The driver ships `StagePlan`s to workers once per job; tasks name them by `StageId`.
 
+pub mod avro;
 pub mod builder;
 pub mod error;
 pub mod expr;
@@ -24,6 +25,7 @@ pub mod physical;
 pub mod schema;
 pub mod validate;
 
+pub use avro::AvroSchemaSource;
 pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};
