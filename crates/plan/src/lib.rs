@@ -12,7 +12,9 @@
 //!                      [stage 1: shuffle read → ops → sink]
 //! ```
 //!
-//! Everything here is pure data and pure functions: no I/O, no clocks, no threads.
+//! Everything here is pure data and pure functions: no I/O, no clocks, no threads. A
+//! `decode_avro` node's schema is parsed with `sleet-avro` (`avro.rs`: the columns it decodes
+//! into); a schema named by a path is read by the client before validation.
 //! The driver ships `StagePlan`s to workers once per job; tasks name them by `StageId`.
 
 pub mod avro;
