@@ -44,6 +44,19 @@ fn the_gateway_schema_has_fastavros_canonical_form_and_fingerprint() {
 }
 
 #[test]
+fn a_schema_of_every_supported_type_has_fastavros_fingerprint() {
+    let schema = RecordSchema::parse(
+        r#"{"type": "record", "name": "Wide", "namespace": "fuzz", "fields": [
+        {"name": "s", "type": "string"}, {"name": "i", "type": "int"}, {"name": "l", "type": "long"},
+        {"name": "f", "type": "float"}, {"name": "d", "type": "double"}, {"name": "b", "type": "boolean"},
+        {"name": "ns", "type": ["null", "string"]}, {"name": "ni", "type": ["int", "null"]},
+        {"name": "nd", "type": ["null", "double"]}, {"name": "nb", "type": ["boolean", "null"]}]}"#,
+    )
+    .expect("parses");
+    assert_eq!(schema.fingerprint().to_le_bytes().to_vec(), hex("9172c97b0ea7b4e8"));
+}
+
+#[test]
 fn encoded_records_are_fastavros_bytes() {
     let gateway = RecordSchema::parse(GATEWAY_SCHEMA).expect("parses");
     let mut out = Vec::new();

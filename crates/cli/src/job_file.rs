@@ -48,7 +48,7 @@ mod tests {
             panic!("the schema is inlined: {:?}", job.plan.nodes[1])
         };
         assert_eq!(json["name"], "Reading");
-        assert_eq!(*max_record_bytes, sleet_plan::default_max_record_bytes());
+        assert_eq!(*max_record_bytes, sleet_plan::node::default_max_record_bytes());
 
         let error = read_job_file(&dir.join("job.json"), &job_text(r#""missing.avsc""#)).expect_err("no such file");
         let chain = format!("{error:#}");

@@ -16,7 +16,7 @@ use sleet_workloads::{duration_arg, gen_ysb, ysb_input, ysb_job};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand};
-use sleet_plan::{JobFile, SinkSpec};
+use sleet_plan::SinkSpec;
 
 #[derive(Parser)]
 #[command(name = "sleet", version, about = "A distributed micro-batch stream processing engine")]

@@ -103,7 +103,7 @@ fn a_schema_named_by_path_must_be_read_before_validation() {
 #[test]
 fn decode_avro_reads_raw_records_only() {
     let gateway: serde_json::Value = serde_json::from_str(sleet_avro::GATEWAY_SCHEMA).expect("JSON");
-    let plan = PlanBuilder::source(
+    let error = PlanBuilder::source(
         "t",
         SourceSpec::Ysb(YsbSourceSpec { seed: 1, rate_per_s: 1, partitions: 1, bad_fraction: 0.0, pre_decoded: false }),
     )
@@ -112,5 +112,5 @@ fn decode_avro_reads_raw_records_only() {
     .sink(SinkSpec::Discard)
     .build()
     .expect_err("a decoder after a decoder");
-    assert!(plan.to_string().contains("node 2 (decode_avro): decode_avro must read raw records"), "{plan}");
+    assert!(error.to_string().contains("node 2 (decode_avro): decode_avro must read raw records"), "{error}");
 }

@@ -41,7 +41,7 @@ pub(super) fn check_avro(
 
 fn check_raw_input(at: &NodeRef, input: &Schema, max_record_bytes: u32) -> Result<(), PlanError> {
     if input.fields.len() != 1 || input.fields[0].data_type != DataType::Binary {
-        return Err(structure(at, &format!("{} must read raw records straight from a source", at.kind)));
+        return Err(structure(at, format!("{} must read raw records straight from a source", at.kind)));
     }
     if max_record_bytes == 0 {
         return Err(option(at, "max_record_bytes", "must be at least 1"));
