@@ -16,7 +16,7 @@ use sleet_workloads::{duration_arg, gen_gateway, gen_ysb, ysb_input, ysb_job};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand};
-use sleet_plan::{JobFile, SinkSpec};
+use sleet_plan::SinkSpec;
 
 #[derive(Parser)]
 #[command(name = "sleet", version, about = "A distributed micro-batch stream processing engine")]
@@ -249,8 +249,7 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Submit { job_file, driver } => {
             let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
-            let job =
-                JobFile::from_json(&text).with_context(|| format!("{} is not a valid job", job_file.display()))?;
+            let job = sleet_cli::job_file::read_job_file(&job_file, &text)?;
             let summary = client::run_job(&driver, job, print_progress, interrupt::wait()).await?;
             print_summary(&summary);
         }

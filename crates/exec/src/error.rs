@@ -21,6 +21,10 @@ pub enum ExecError {
     /// that source (or a plan that does not decode its input).
     #[error("internal: decoded source rows: {0}")]
     DecodedInput(String),
+    /// A stage's Avro schema does not parse: validation parses it first, so the stage plan
+    /// did not come from `plan_stages`.
+    #[error("internal: the stage's Avro schema: {0}")]
+    AvroSchema(String),
     #[error("internal: {context}")]
     Arrow {
         context: String,

@@ -59,13 +59,13 @@ const EXCERPT_BYTES_MAX: usize = 40;
 /// Fields whose parse slots live on the stack; wider schemas use one heap vector per call.
 const SLOTS_INLINE_MAX: usize = 16;
 /// Initial text capacity per value of a Utf8 column; the vector grows if values are longer.
-const TEXT_BYTES_PER_VALUE_GUESS: usize = 24;
+pub(crate) const TEXT_BYTES_PER_VALUE_GUESS: usize = 24;
 /// The most text one call can put in a Utf8 column: Arrow's `i32` offsets address no more.
 const TEXT_BYTES_MAX: usize = i32::MAX as usize;
 
 /// One field's value in the record being parsed.
 #[derive(Debug, Clone, Copy)]
-enum Slot {
+pub(crate) enum Slot {
     Missing,
     Null,
     /// A string: bytes `start..end` of the record, or of the unescape buffer.
@@ -159,29 +159,14 @@ impl JsonDecoder {
         let mut good_rows = 0usize;
         let mut good_bytes = 0usize;
         for (record_index, record) in records.iter().enumerate() {
-            if record.len() > self.max_record_bytes as usize {
-                dead_letters.push(DeadLetter {
-                    record_index,
-                    reason: format!("record is {} bytes, over the limit of {}", record.len(), self.max_record_bytes),
-                });
-                continue;
-            }
-            // A string value is never longer than the record it came from (unescaping only
-            // shrinks text), so keeping the good records' total under `i32::MAX` keeps every
-            // Utf8 offset in range without a check per value.
-            if self.outputs_text && good_bytes + record.len() > TEXT_BYTES_MAX {
-                dead_letters.push(DeadLetter {
-                    record_index,
-                    reason: format!(
-                        "the good records before this one leave no room under the {TEXT_BYTES_MAX} bytes a text \
-                         column can hold; decode smaller batches"
-                    ),
-                });
+            if let Some(reason) = refusal_before_parsing(record, self.max_record_bytes, self.outputs_text, good_bytes) {
+                dead_letters.push(DeadLetter { record_index, reason });
                 continue;
             }
             slots.fill(Slot::Missing);
             if let Some((field, timestamps)) = record_timestamps {
-                match self.timestamp_slot(field, timestamps[record_index]) {
+                let spec = &self.fields[field];
+                match timestamp_slot(&String::from_utf8_lossy(&spec.name), spec.data_type, timestamps[record_index]) {
                     Ok(slot) => slots[field] = slot,
                     Err(reason) => {
                         dead_letters.push(DeadLetter { record_index, reason });
@@ -201,27 +186,7 @@ impl JsonDecoder {
                 Err(reason) => dead_letters.push(DeadLetter { record_index, reason }),
             }
         }
-        let columns: Vec<ArrayRef> = columns.into_iter().map(|column| column.finish(good_rows)).collect();
-        let options = RecordBatchOptions::new().with_row_count(Some(good_rows));
-        let batch = RecordBatch::try_new_with_options(self.output_schema(), columns, &options)
-            .expect("columns are built from the output schema, one value per good record");
-        DecodeOutput { batch, dead_letters }
-    }
-
-    /// Field `field`'s slot for a record whose timestamp is `timestamp`: what parsing the
-    /// number written as that field would give. Only numeric fields can hold it; any other
-    /// refuses every record, as parsing a number into it would.
-    fn timestamp_slot(&self, field: usize, timestamp: i64) -> ParseResult<Slot> {
-        let spec = &self.fields[field];
-        match spec.data_type {
-            DataType::Int64 => Ok(Slot::Int(timestamp)),
-            // Rounds to the nearest f64 as parsing the decimal text of `timestamp` does.
-            DataType::Float64 => Ok(Slot::Float(timestamp as f64)),
-            other => Err(format!(
-                "field `{}` takes the record timestamp, an int64, but is declared {other}",
-                String::from_utf8_lossy(&spec.name)
-            )),
-        }
+        DecodeOutput { batch: finish_batch(self.output_schema(), columns, good_rows), dead_letters }
     }
 
     /// Appends one parsed record as row `row` of every output column.
@@ -233,11 +198,54 @@ impl JsonDecoder {
     }
 }
 
+/// Why `record` is refused before it is parsed, if it is: too long, or too long to fit the
+/// text columns after `good_bytes` of good records. Shared by every record decoder.
+pub(crate) fn refusal_before_parsing(
+    record: &[u8],
+    max_record_bytes: u32,
+    outputs_text: bool,
+    good_bytes: usize,
+) -> Option<String> {
+    if record.len() > max_record_bytes as usize {
+        return Some(format!("record is {} bytes, over the limit of {max_record_bytes}", record.len()));
+    }
+    // A string value is never longer than the record it came from (unescaping only shrinks
+    // text, a binary datum's string is a slice of it), so keeping the good records' total
+    // under `i32::MAX` keeps every Utf8 offset in range without a check per value.
+    if outputs_text && good_bytes + record.len() > TEXT_BYTES_MAX {
+        return Some(format!(
+            "the good records before this one leave no room under the {TEXT_BYTES_MAX} bytes a text column can \
+             hold; decode smaller batches"
+        ));
+    }
+    None
+}
+
+/// The slot of field `name`, of type `data_type`, for a record whose timestamp is
+/// `timestamp`: what parsing the number written as that field would give. Only numeric
+/// fields can hold it; any other refuses every record, as parsing a number into it would.
+pub(crate) fn timestamp_slot(name: &str, data_type: DataType, timestamp: i64) -> ParseResult<Slot> {
+    match data_type {
+        DataType::Int64 => Ok(Slot::Int(timestamp)),
+        // Rounds to the nearest f64 as parsing the decimal text of `timestamp` does.
+        DataType::Float64 => Ok(Slot::Float(timestamp as f64)),
+        other => Err(format!("field `{name}` takes the record timestamp, an int64, but is declared {other}")),
+    }
+}
+
+/// The decoded batch: one value per good record in every column.
+pub(crate) fn finish_batch(schema: SchemaRef, columns: Vec<ColumnBuilder>, good_rows: usize) -> RecordBatch {
+    let columns: Vec<ArrayRef> = columns.into_iter().map(|column| column.finish(good_rows)).collect();
+    let options = RecordBatchOptions::new().with_row_count(Some(good_rows));
+    RecordBatch::try_new_with_options(schema, columns, &options)
+        .expect("columns are built from the output schema, one value per good record")
+}
+
 /// One output column under construction, in plain vectors that Arrow adopts without copying
 /// when the call ends. Arrow's builders do the same job but cost several allocations and an
 /// `ArrayData` round trip each, which dominated decoding of the one-record batches that short
 /// intervals produce.
-struct ColumnBuilder {
+pub(crate) struct ColumnBuilder {
     values: ColumnValues,
     /// Created at the column's first null, so a column without nulls has no bitmap at all.
     validity: Option<BooleanBufferBuilder>,
@@ -258,7 +266,7 @@ enum ColumnValues {
 }
 
 impl ColumnBuilder {
-    fn new(data_type: DataType, rows_max: usize, text_bytes_hint: usize) -> ColumnBuilder {
+    pub(crate) fn new(data_type: DataType, rows_max: usize, text_bytes_hint: usize) -> ColumnBuilder {
         let values = match data_type {
             DataType::Utf8 | DataType::Binary => {
                 let mut offsets = Vec::with_capacity(rows_max + 1);
@@ -278,7 +286,7 @@ impl ColumnBuilder {
 
     /// Appends `slot` as row `row`. After a successful parse a slot is either null or of the
     /// column's type, so any other kind is stored as null.
-    fn push(&mut self, slot: Slot, record: &[u8], unescaped: &[u8], row: usize) {
+    pub(crate) fn push(&mut self, slot: Slot, record: &[u8], unescaped: &[u8], row: usize) {
         let valid = match (&mut self.values, slot) {
             (ColumnValues::Text { offsets, bytes, .. }, Slot::Text { start, end, unescaped: from_buffer }) => {
                 bytes.extend_from_slice(if from_buffer { &unescaped[start..end] } else { &record[start..end] });
@@ -366,7 +374,7 @@ struct RecordParser<'a> {
     unescaped: &'a mut Vec<u8>,
 }
 
-type ParseResult<T> = Result<T, String>;
+pub(crate) type ParseResult<T> = Result<T, String>;
 
 impl RecordParser<'_> {
     fn parse(mut self) -> ParseResult<()> {

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //!  RawRecords ──json::JsonDecoder──▶ RecordBatch ─┬─▶ dead letters (record, reason)
-//!                                                 ▼
+//!            (or avro::AvroDecoder)               ▼
 //!        ops::FilterExec / ProjectExec / LookupExec (Arrow compute kernels)
 //!                                                 ▼
 //!        window::PartialWindowAggregateExec ──partition::partition_batch──▶ blocks
@@ -20,7 +20,9 @@
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
 
+pub mod avro;
 mod cell;
+pub mod decoder;
 pub mod error;
 pub mod expr_eval;
 pub mod increments;

@@ -10,9 +10,10 @@ use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema};
 use sleet_plan::{EventTimeSource, PhysicalOp, SourceSpec, StageInput, StageOutput, StagePlan, TableSpec};
 
+use crate::decoder::RecordDecoder;
 use crate::error::ExecError;
 use crate::increments::IncrementsExec;
-use crate::json::{DeadLetter, JsonDecoder};
+use crate::json::DeadLetter;
 use crate::keyed_aggregate::KeyedAggregateExec;
 use crate::ops::{FilterExec, LookupExec, ProjectExec};
 use crate::partition::partition_batch;
@@ -73,7 +74,7 @@ pub struct StageRows {
 }
 
 enum OperatorExec {
-    Decode(JsonDecoder),
+    Decode(RecordDecoder),
     Filter(FilterExec),
     Project(ProjectExec),
     Lookup(LookupExec),
@@ -98,8 +99,8 @@ impl StagePipeline {
         let mut operators = Vec::with_capacity(stage.ops.len());
         for op in &stage.ops {
             operators.push(match op {
-                PhysicalOp::DecodeJson { schema, projection, max_record_bytes } => {
-                    let decoder = JsonDecoder::new(schema, projection, *max_record_bytes)?;
+                PhysicalOp::DecodeJson { .. } | PhysicalOp::DecodeAvro { .. } => {
+                    let decoder = RecordDecoder::new(op)?;
                     OperatorExec::Decode(match record_timestamp_column(&stage.input) {
                         Some(column) => decoder.with_record_timestamps(column),
                         None => decoder,

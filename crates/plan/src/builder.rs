@@ -31,6 +31,14 @@ impl PlanBuilder {
         self.push(Operator::DecodeJson { schema, max_record_bytes })
     }
 
+    /// Decodes Avro single-object records of `schema`, the `.avsc` JSON.
+    pub fn decode_avro(self, schema: serde_json::Value) -> Self {
+        self.push(Operator::DecodeAvro {
+            schema: crate::avro::AvroSchemaSource::Inline(schema),
+            max_record_bytes: default_max_record_bytes(),
+        })
+    }
+
     pub fn filter(self, predicate: Expr) -> Self {
         self.push(Operator::Filter { predicate })
     }

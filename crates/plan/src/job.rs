@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::PlanError;
-use crate::node::Plan;
+use crate::avro::AvroSchemaSource;
+use crate::error::{NodeRef, PlanError};
+use crate::node::{Operator, Plan};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -232,10 +233,40 @@ impl JobFile {
 
     /// Parses and validates a job file.
     pub fn from_json(text: &str) -> Result<JobFile, PlanError> {
-        let job: JobFile = serde_json::from_str(text).map_err(PlanError::JobFile)?;
-        crate::validate::validate(&job.plan)?;
-        job.settings.validate()?;
+        let job = JobFile::from_json_unchecked(text)?;
+        job.check()?;
         Ok(job)
+    }
+
+    /// Parses a job file without validating it, for a caller that must fill something in
+    /// first (`inline_avro_schemas`), then `check`.
+    pub fn from_json_unchecked(text: &str) -> Result<JobFile, PlanError> {
+        serde_json::from_str(text).map_err(PlanError::JobFile)
+    }
+
+    pub fn check(&self) -> Result<(), PlanError> {
+        crate::validate::validate(&self.plan)?;
+        self.settings.validate()
+    }
+
+    /// Replaces each Avro schema named by its path with the JSON that `read` returns for
+    /// that path, so the job carries its schema to the driver and workers, which read no
+    /// files of the client's. The error names the node and the file.
+    pub fn inline_avro_schemas(&mut self, read: impl Fn(&str) -> Result<String, String>) -> Result<(), PlanError> {
+        for (index, node) in self.plan.nodes.iter_mut().enumerate() {
+            let Operator::DecodeAvro { schema, .. } = &mut node.operator else { continue };
+            let AvroSchemaSource::Path(path) = schema else { continue };
+            let invalid = |reason: String| PlanError::InvalidOption {
+                node: NodeRef { index, kind: "decode_avro" },
+                field: "schema".into(),
+                reason,
+            };
+            let text = read(path).map_err(|error| invalid(format!("reading `{path}`: {error}")))?;
+            let json =
+                serde_json::from_str(&text).map_err(|error| invalid(format!("`{path}` is not JSON: {error}")))?;
+            *schema = AvroSchemaSource::Inline(json);
+        }
+        Ok(())
     }
 }
 

@@ -12,9 +12,12 @@
 //!                      [stage 1: shuffle read → ops → sink]
 //! ```
 //!
-//! Everything here is pure data and pure functions: no I/O, no clocks, no threads.
+//! Everything here is pure data and pure functions: no I/O, no clocks, no threads. A
+//! `decode_avro` node's schema is parsed with `sleet-avro` (`avro.rs`: the columns it decodes
+//! into); a schema named by a path is read by the client before validation.
 //! The driver ships `StagePlan`s to workers once per job; tasks name them by `StageId`.
 
+pub mod avro;
 pub mod builder;
 pub mod error;
 pub mod expr;
@@ -26,6 +29,7 @@ pub mod schema;
 pub mod state_spec;
 pub mod validate;
 
+pub use avro::AvroSchemaSource;
 pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};

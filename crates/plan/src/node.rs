@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::avro::AvroSchemaSource;
 use crate::expr::Expr;
 use crate::gateway::GatewaySourceSpec;
 use crate::schema::{DataType, Field, Schema};
@@ -32,6 +33,15 @@ pub enum Operator {
     /// go to the dead-letter output with a reason.
     DecodeJson {
         schema: Schema,
+        #[serde(default = "default_max_record_bytes")]
+        max_record_bytes: u32,
+    },
+    /// Reads each raw record as an Avro single-object encoded datum of `schema` (the `.avsc`
+    /// JSON, or a path to it that `sleet submit` reads), into the columns `decode_json` would
+    /// give for the equivalent schema. A record of another schema, or one that does not
+    /// decode, goes to the dead-letter output with a reason.
+    DecodeAvro {
+        schema: AvroSchemaSource,
         #[serde(default = "default_max_record_bytes")]
         max_record_bytes: u32,
     },
@@ -82,6 +92,7 @@ impl Operator {
         match self {
             Operator::Source { .. } => "source",
             Operator::DecodeJson { .. } => "decode_json",
+            Operator::DecodeAvro { .. } => "decode_avro",
             Operator::Filter { .. } => "filter",
             Operator::Project { .. } => "project",
             Operator::Lookup { .. } => "lookup",

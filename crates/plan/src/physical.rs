@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::avro::AvroSchemaSource;
 use crate::error::PlanError;
 use crate::expr::Expr;
 use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec};
@@ -100,6 +101,13 @@ pub enum PhysicalOp {
         projection: Vec<String>,
         max_record_bytes: u32,
     },
+    /// `schema` is the `.avsc` JSON; `projection` as for `DecodeJson` (every field is read
+    /// anyway: a binary datum cannot be skipped through without decoding it).
+    DecodeAvro {
+        schema: serde_json::Value,
+        projection: Vec<String>,
+        max_record_bytes: u32,
+    },
     Filter {
         predicate: Expr,
     },
@@ -134,6 +142,7 @@ impl PhysicalOp {
     pub fn kind(&self) -> &'static str {
         match self {
             PhysicalOp::DecodeJson { .. } => "decode_json",
+            PhysicalOp::DecodeAvro { .. } => "decode_avro",
             PhysicalOp::Filter { .. } => "filter",
             PhysicalOp::Project { .. } => "project",
             PhysicalOp::Lookup { .. } => "lookup",
@@ -183,16 +192,18 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
     for (index, node) in nodes.iter().enumerate().skip(1) {
         match &node.operator {
             Operator::Source { .. } => unreachable!("validated: one source"),
-            Operator::DecodeJson { schema, max_record_bytes } => {
-                let projection = schema
-                    .fields
-                    .iter()
-                    .filter(|field| required[index].contains(&field.name))
-                    .map(|field| field.name.clone())
-                    .collect();
-                current.ops.push(PhysicalOp::DecodeJson {
+            Operator::DecodeJson { schema, max_record_bytes } => current.ops.push(PhysicalOp::DecodeJson {
+                schema: schema.clone(),
+                projection: projection(&schemas[index], &required[index]),
+                max_record_bytes: *max_record_bytes,
+            }),
+            Operator::DecodeAvro { schema, max_record_bytes } => {
+                let AvroSchemaSource::Inline(schema) = schema else {
+                    unreachable!("validated: a schema still named by its path is refused")
+                };
+                current.ops.push(PhysicalOp::DecodeAvro {
                     schema: schema.clone(),
-                    projection,
+                    projection: projection(&schemas[index], &required[index]),
                     max_record_bytes: *max_record_bytes,
                 });
             }
@@ -245,6 +256,11 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
     }
     stages.push(current);
     Ok(PhysicalPlan { stages })
+}
+
+/// The decoder's output fields that a later node reads, in schema order.
+fn projection(decoded: &Schema, required: &BTreeSet<String>) -> Vec<String> {
+    decoded.fields.iter().filter(|field| required.contains(&field.name)).map(|field| field.name.clone()).collect()
 }
 
 fn aggregate_after_exchange(nodes: &[crate::node::Node], exchange_index: usize, input: AggregateInput) -> PhysicalOp {
@@ -309,7 +325,7 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
                 reads.extend(predicate.columns().into_iter().map(str::to_string));
                 reads
             }
-            Operator::DecodeJson { .. } | Operator::Source { .. } => BTreeSet::new(),
+            Operator::DecodeJson { .. } | Operator::DecodeAvro { .. } | Operator::Source { .. } => BTreeSet::new(),
         };
     }
     required

@@ -34,6 +34,9 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
             (Operator::DecodeJson { schema, max_record_bytes }, Some(input)) => {
                 decode::check(&at, input, schema, *max_record_bytes)?
             }
+            (Operator::DecodeAvro { schema, max_record_bytes }, Some(input)) => {
+                decode::check_avro(&at, input, schema, *max_record_bytes)?
+            }
             (Operator::Filter { predicate }, Some(input)) => row_ops::check_filter(&at, input, predicate)?,
             (Operator::Project { columns }, Some(input)) => row_ops::check_project(&at, input, columns)?,
             (Operator::Lookup { key, table, table_key, columns }, Some(input)) => {
