@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::DataType;
 
 use crate::error::ExecError;
@@ -59,6 +59,13 @@ impl<'a> Reader<'a> {
     pub(crate) fn i64(&mut self) -> Result<i64, ExecError> {
         Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
+    /// Checks that nothing follows what was read: a snapshot's parts fit it exactly.
+    pub(crate) fn finish(&self) -> Result<(), ExecError> {
+        if !self.bytes.is_empty() {
+            return Err(ExecError::CorruptSnapshot(format!("{} trailing bytes", self.bytes.len())));
+        }
+        Ok(())
+    }
     pub(crate) fn cell(&mut self) -> Result<Cell, ExecError> {
         Ok(match self.u8()? {
             TAG_NULL => Cell::Null,
@@ -109,6 +116,17 @@ pub(crate) fn decode_key(bytes: &[u8], keys: usize) -> Result<Vec<Cell>, ExecErr
 
 pub(crate) fn column(batch: &RecordBatch, name: &str) -> Result<ArrayRef, ExecError> {
     batch.column_by_name(name).cloned().ok_or_else(|| ExecError::MissingColumn(name.to_string()))
+}
+
+pub(crate) fn columns(batch: &RecordBatch, names: &[String]) -> Result<Vec<ArrayRef>, ExecError> {
+    names.iter().map(|name| column(batch, name)).collect()
+}
+
+/// The batch's event-time column, which must be int64.
+pub(crate) fn event_times(batch: &RecordBatch, name: &str) -> Result<Int64Array, ExecError> {
+    let array = column(batch, name)?;
+    let times = array.as_primitive_opt::<Int64Type>().ok_or_else(|| ExecError::MissingColumn(name.to_string()))?;
+    Ok(times.clone())
 }
 
 pub(crate) enum ColumnBuilder {

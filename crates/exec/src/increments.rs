@@ -52,10 +52,11 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::{IncrementsSpec, LatePolicy, ReadingEncoding};
 
-use crate::cell::{column, Reader};
+use crate::cell::{columns, event_times, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
-use crate::state::{read_header, read_time, sweep_due, write_time, StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+use crate::state::{StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+use crate::state_clock::{SnapshotFormat, StateClock};
 
 /// A value as read: its column's own type, so an int64 counter never passes through an f64.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -183,27 +184,24 @@ impl Emitted {
 pub struct IncrementsExec {
     spec: IncrementsSpec,
     series: FxHashMap<Box<[u8]>, Series>,
-    max_event_time: Option<i64>,
-    /// The largest event time when the TTL was last swept.
-    swept_at: Option<i64>,
+    clock: StateClock,
     /// Kept up to date so the size is reported without visiting every key.
     readings: u64,
     key_bytes: u64,
     schema: Option<SchemaRef>,
 }
 
-const SNAPSHOT_MAGIC: &[u8; 4] = b"SLIN";
-const SNAPSHOT_VERSION: u8 = 1;
+const SNAPSHOT: SnapshotFormat = SnapshotFormat { magic: b"SLIN", version: 1, what: "increments" };
 const TAG_INT: u8 = 0;
 const TAG_FLOAT: u8 = 1;
 
 impl IncrementsExec {
     pub fn new(spec: IncrementsSpec) -> Self {
+        let ttl_ms = spec.ttl_ms;
         IncrementsExec {
             spec,
             series: FxHashMap::default(),
-            max_event_time: None,
-            swept_at: None,
+            clock: StateClock::new(ttl_ms),
             readings: 0,
             key_bytes: 0,
             schema: None,
@@ -256,15 +254,10 @@ impl IncrementsExec {
 
     fn process_batch(&mut self, batch: &RecordBatch, counts: &mut StateCounts) -> Result<RecordBatch, ExecError> {
         let schema = self.output_schema(&batch.schema());
-        let key_arrays: Vec<ArrayRef> =
-            self.spec.keys.iter().map(|key| column(batch, key)).collect::<Result<_, _>>()?;
+        let key_arrays = columns(batch, &self.spec.keys)?;
         let keys = KeyColumns::new(&key_arrays);
-        let time_array = column(batch, &self.spec.time_column)?;
-        let times = time_array
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| ExecError::MissingColumn(self.spec.time_column.clone()))?;
-        let value_arrays: Vec<ArrayRef> =
-            self.spec.columns.iter().map(|name| column(batch, name)).collect::<Result<_, _>>()?;
+        let times = event_times(batch, &self.spec.time_column)?;
+        let value_arrays = columns(batch, &self.spec.columns)?;
         let value_columns: Vec<ValueColumn<'_>> = value_arrays
             .iter()
             .zip(&self.spec.columns)
@@ -308,7 +301,7 @@ impl IncrementsExec {
             let time = times.value(row);
             values.clear();
             values.extend(value_columns.iter().map(|column| column.get(row).expect("checked valid above")));
-            self.max_event_time = Some(self.max_event_time.map_or(time, |max| max.max(time)));
+            self.clock.observe(time);
             key.clear();
             keys.encode(row, &mut key);
             self.take_reading(&key, row, time, &values, &mut emitted, counts);
@@ -418,12 +411,7 @@ impl IncrementsExec {
     /// Forgets the keys whose newest reading is more than `ttl_ms` behind the largest event
     /// time, when a sweep is due; returns how many.
     fn sweep(&mut self) -> u64 {
-        if !sweep_due(self.spec.ttl_ms, self.swept_at, self.max_event_time) {
-            return 0;
-        }
-        let Some(max) = self.max_event_time else { return 0 };
-        self.swept_at = Some(max);
-        let expire_before = max.saturating_sub(self.spec.ttl_ms);
+        let Some(expire_before) = self.clock.start_sweep() else { return 0 };
         let before = self.series.len();
         let (mut readings, mut key_bytes) = (0u64, 0u64);
         self.series.retain(|key, series| {
@@ -441,11 +429,7 @@ impl IncrementsExec {
 
     /// The whole state as bytes: deterministic (keys in sorted order).
     pub fn snapshot(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(SNAPSHOT_MAGIC);
-        out.push(SNAPSHOT_VERSION);
-        write_time(self.max_event_time, &mut out);
-        write_time(self.swept_at, &mut out);
+        let mut out = self.clock.begin_snapshot(&SNAPSHOT);
         out.extend_from_slice(&(self.spec.columns.len() as u32).to_le_bytes());
         out.extend_from_slice(&(self.series.len() as u32).to_le_bytes());
         let mut keys: Vec<&Box<[u8]>> = self.series.keys().collect();
@@ -477,9 +461,7 @@ impl IncrementsExec {
     /// Replaces the state with a snapshot `snapshot` made; damaged bytes are an error.
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
         let mut reader = Reader { bytes };
-        read_header(&mut reader, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, "increments")?;
-        let max_event_time = read_time(&mut reader)?;
-        let swept_at = read_time(&mut reader)?;
+        let clock = StateClock::read_snapshot_start(self.spec.ttl_ms, &SNAPSHOT, &mut reader)?;
         let columns = reader.u32()? as usize;
         if columns != self.spec.columns.len() {
             return Err(ExecError::CorruptSnapshot(format!(
@@ -522,12 +504,9 @@ impl IncrementsExec {
                 return Err(ExecError::CorruptSnapshot("a key appears twice".into()));
             }
         }
-        if !reader.bytes.is_empty() {
-            return Err(ExecError::CorruptSnapshot(format!("{} trailing bytes", reader.bytes.len())));
-        }
+        reader.finish()?;
         self.series = series;
-        self.max_event_time = max_event_time;
-        self.swept_at = swept_at;
+        self.clock = clock;
         self.readings = readings;
         self.key_bytes = key_bytes;
         Ok(())

@@ -10,17 +10,17 @@
 
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::{AggFunc, KeyedAggregateSpec};
 
-use crate::cell::{column, decode_key, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::cell::{column, columns, decode_key, event_times, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::changelog::{self, touch, Changelog};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
-use crate::state::{read_header, read_time, sweep_due, write_time, StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+use crate::state::{StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+use crate::state_clock::{SnapshotFormat, StateClock};
 use crate::window::{fold, Fold};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -41,18 +41,17 @@ pub struct KeyedAggregateExec {
     folds: Vec<Fold>,
     initial: Vec<Cell>,
     keys: FxHashMap<Box<[u8]>, KeyState>,
-    max_event_time: Option<i64>,
-    swept_at: Option<i64>,
+    clock: StateClock,
     generation: u64,
     key_bytes: u64,
     schema: Option<SchemaRef>,
 }
 
-const SNAPSHOT_MAGIC: &[u8; 4] = b"SLKA";
-const SNAPSHOT_VERSION: u8 = 1;
+const SNAPSHOT: SnapshotFormat = SnapshotFormat { magic: b"SLKA", version: 1, what: "keyed aggregate" };
 
 impl KeyedAggregateExec {
     pub fn new(spec: KeyedAggregateSpec) -> Self {
+        let ttl_ms = spec.ttl_ms;
         let folds = spec
             .aggregates
             .iter()
@@ -70,8 +69,7 @@ impl KeyedAggregateExec {
             folds,
             initial,
             keys: FxHashMap::default(),
-            max_event_time: None,
-            swept_at: None,
+            clock: StateClock::new(ttl_ms),
             generation: 0,
             key_bytes: 0,
             schema: None,
@@ -85,6 +83,58 @@ impl KeyedAggregateExec {
             bytes: self.key_bytes + self.keys.len() as u64 * (ENTRY_OVERHEAD_BYTES + value_bytes),
         }
     }
+
+    /// Folds `inputs`, the rows of one batch, and returns the keys they changed.
+    pub fn process(&mut self, inputs: &[RecordBatch]) -> Result<KeyedAggregateOutput, ExecError> {
+        let (updates, counts) = changelog::process(self, inputs)?;
+        Ok(KeyedAggregateOutput { updates, counts })
+    }
+
+    /// The whole state as bytes: deterministic (keys in sorted order).
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut out = self.clock.begin_snapshot(&SNAPSHOT);
+        out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
+        let mut keys: Vec<&Box<[u8]>> = self.keys.keys().collect();
+        keys.sort();
+        for key in keys {
+            let state = &self.keys[key];
+            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            out.extend_from_slice(key);
+            out.extend_from_slice(&state.latest_ms.to_le_bytes());
+            for cell in &state.accumulators {
+                write_cell(cell, &mut out);
+            }
+        }
+        out
+    }
+
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
+        let mut reader = Reader { bytes };
+        let clock = StateClock::read_snapshot_start(self.spec.ttl_ms, &SNAPSHOT, &mut reader)?;
+        let count = reader.u32()? as usize;
+        let mut keys = FxHashMap::with_capacity_and_hasher(count.min(reader.bytes.len()), Default::default());
+        let mut key_bytes = 0u64;
+        for _ in 0..count {
+            let length = reader.u32()? as usize;
+            let key: Box<[u8]> = reader.take(length)?.into();
+            decode_key(&key, self.spec.keys.len())?;
+            let latest_ms = reader.i64()?;
+            let accumulators = (0..self.folds.len()).map(|_| reader.cell()).collect::<Result<Vec<_>, _>>()?;
+            key_bytes += key.len() as u64;
+            if keys.insert(key, KeyState { accumulators, latest_ms, touched_in: 0 }).is_some() {
+                return Err(ExecError::CorruptSnapshot("a key appears twice".into()));
+            }
+        }
+        reader.finish()?;
+        self.keys = keys;
+        self.clock = clock;
+        self.key_bytes = key_bytes;
+        Ok(())
+    }
+}
+
+impl Changelog for KeyedAggregateExec {
+    const BUILDING: &'static str = "building keyed aggregates";
 
     fn output_schema(&mut self, input: &Schema) -> SchemaRef {
         let spec = &self.spec;
@@ -110,27 +160,18 @@ impl KeyedAggregateExec {
         }))
     }
 
-    /// Folds `inputs`, the rows of one batch, and returns the keys they changed.
-    pub fn process(&mut self, inputs: &[RecordBatch]) -> Result<KeyedAggregateOutput, ExecError> {
-        let Some(first) = inputs.first() else {
-            // Nothing can change; the schema waits for a batch that shows the input's types.
-            return Ok(KeyedAggregateOutput {
-                updates: RecordBatch::new_empty(Arc::new(Schema::empty())),
-                counts: StateCounts::default(),
-            });
-        };
-        let schema = self.output_schema(&first.schema());
+    fn begin_batch(&mut self) -> Option<i64> {
         self.generation += 1;
-        let late_before = self.max_event_time.map(|max| max.saturating_sub(self.spec.ttl_ms));
-        let mut counts = StateCounts::default();
-        let mut touched: Vec<Box<[u8]>> = Vec::new();
-        for batch in inputs {
-            self.fold_batch(batch, late_before, &mut touched, &mut counts)?;
-        }
-        let mut columns: Vec<ColumnBuilder> =
-            schema.fields().iter().map(|field| ColumnBuilder::new(field.data_type(), touched.len())).collect();
+        self.clock.late_before()
+    }
+
+    fn rows_per_entry(&self) -> usize {
+        1
+    }
+
+    fn emit(&self, touched: &[Box<[u8]>], columns: &mut [ColumnBuilder]) -> Result<(), ExecError> {
         let key_count = self.spec.keys.len();
-        for key in &touched {
+        for key in touched {
             let state = &self.keys[key];
             for (index, cell) in decode_key(key, key_count)?.iter().enumerate() {
                 columns[index].append(cell);
@@ -140,26 +181,19 @@ impl KeyedAggregateExec {
             }
             columns[key_count + self.folds.len()].append(&Cell::Int64(state.latest_ms));
         }
-        let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnBuilder::finish).collect();
-        let updates = RecordBatch::try_new(schema, arrays).map_err(ExecError::arrow("building keyed aggregates"))?;
-        counts.expired_keys += self.sweep();
-        Ok(KeyedAggregateOutput { updates, counts })
+        Ok(())
     }
 
-    fn fold_batch(
+    fn take_block(
         &mut self,
         batch: &RecordBatch,
         late_before: Option<i64>,
         touched: &mut Vec<Box<[u8]>>,
         counts: &mut StateCounts,
     ) -> Result<(), ExecError> {
-        let key_arrays: Vec<ArrayRef> =
-            self.spec.keys.iter().map(|key| column(batch, key)).collect::<Result<_, _>>()?;
+        let key_arrays = columns(batch, &self.spec.keys)?;
         let key_columns = KeyColumns::new(&key_arrays);
-        let time_array = column(batch, &self.spec.time_column)?;
-        let times = time_array
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| ExecError::MissingColumn(self.spec.time_column.clone()))?;
+        let times = event_times(batch, &self.spec.time_column)?;
         let inputs: Vec<Option<ArrayRef>> = self
             .spec
             .aggregates
@@ -180,7 +214,7 @@ impl KeyedAggregateExec {
                 counts.late_rows_dropped += 1;
                 continue;
             }
-            self.max_event_time = Some(self.max_event_time.map_or(time, |max| max.max(time)));
+            self.clock.observe(time);
             key.clear();
             key_columns.encode(row, &mut key);
             if !self.keys.contains_key(key.as_slice()) {
@@ -198,21 +232,13 @@ impl KeyedAggregateExec {
                 fold(&mut state.accumulators[index], *how, value);
             }
             state.latest_ms = state.latest_ms.max(time);
-            if state.touched_in != self.generation {
-                state.touched_in = self.generation;
-                touched.push(key.clone().into_boxed_slice());
-            }
+            touch(self.generation, &mut state.touched_in, &key, touched);
         }
         Ok(())
     }
 
     fn sweep(&mut self) -> u64 {
-        if !sweep_due(self.spec.ttl_ms, self.swept_at, self.max_event_time) {
-            return 0;
-        }
-        let Some(max) = self.max_event_time else { return 0 };
-        self.swept_at = Some(max);
-        let expire_before = max.saturating_sub(self.spec.ttl_ms);
+        let Some(expire_before) = self.clock.start_sweep() else { return 0 };
         let before = self.keys.len();
         let mut key_bytes = 0u64;
         self.keys.retain(|key, state| {
@@ -225,63 +251,14 @@ impl KeyedAggregateExec {
         self.key_bytes -= key_bytes;
         (before - self.keys.len()) as u64
     }
-
-    /// The whole state as bytes: deterministic (keys in sorted order).
-    pub fn snapshot(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(SNAPSHOT_MAGIC);
-        out.push(SNAPSHOT_VERSION);
-        write_time(self.max_event_time, &mut out);
-        write_time(self.swept_at, &mut out);
-        out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
-        let mut keys: Vec<&Box<[u8]>> = self.keys.keys().collect();
-        keys.sort();
-        for key in keys {
-            let state = &self.keys[key];
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(key);
-            out.extend_from_slice(&state.latest_ms.to_le_bytes());
-            for cell in &state.accumulators {
-                write_cell(cell, &mut out);
-            }
-        }
-        out
-    }
-
-    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
-        let mut reader = Reader { bytes };
-        read_header(&mut reader, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, "keyed aggregate")?;
-        let max_event_time = read_time(&mut reader)?;
-        let swept_at = read_time(&mut reader)?;
-        let count = reader.u32()? as usize;
-        let mut keys = FxHashMap::with_capacity_and_hasher(count.min(reader.bytes.len()), Default::default());
-        let mut key_bytes = 0u64;
-        for _ in 0..count {
-            let length = reader.u32()? as usize;
-            let key: Box<[u8]> = reader.take(length)?.into();
-            decode_key(&key, self.spec.keys.len())?;
-            let latest_ms = reader.i64()?;
-            let accumulators = (0..self.folds.len()).map(|_| reader.cell()).collect::<Result<Vec<_>, _>>()?;
-            key_bytes += key.len() as u64;
-            if keys.insert(key, KeyState { accumulators, latest_ms, touched_in: 0 }).is_some() {
-                return Err(ExecError::CorruptSnapshot("a key appears twice".into()));
-            }
-        }
-        if !reader.bytes.is_empty() {
-            return Err(ExecError::CorruptSnapshot(format!("{} trailing bytes", reader.bytes.len())));
-        }
-        self.keys = keys;
-        self.max_event_time = max_event_time;
-        self.swept_at = swept_at;
-        self.key_bytes = key_bytes;
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
     use arrow_array::{Int64Array, StringArray};
     use proptest::prelude::*;
     use sleet_plan::Aggregate;

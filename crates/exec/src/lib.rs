@@ -12,7 +12,8 @@
 //!                                                                            │ shuffle
 //!        blocks ──concat──▶ window::WindowAggregateExec (keyed state) ──▶ updates
 //!
-//!  keyed state across batches (any stage; snapshots joined by state.rs):
+//!  keyed state across batches (any stage; snapshots joined by state.rs, event time and TTL
+//!  kept by state_clock.rs):
 //!        increments::IncrementsExec     readings ──▶ increments (+ corrections)
 //!        keyed_aggregate::KeyedAggregateExec  rows ──▶ changed keys' totals
 //!        top_k::TopKExec                totals ──▶ changed groups' rankings
@@ -22,6 +23,7 @@
 
 pub mod avro;
 mod cell;
+mod changelog;
 pub mod decoder;
 pub mod error;
 pub mod expr_eval;
@@ -35,6 +37,7 @@ pub mod pipeline;
 
 pub mod records;
 pub mod state;
+mod state_clock;
 pub mod top_k;
 pub mod types;
 pub mod window;

@@ -40,17 +40,6 @@ pub struct StateSize {
 /// (the table's slot, the boxed key's pointer and length, a `Vec`'s header).
 pub(crate) const ENTRY_OVERHEAD_BYTES: u64 = 64;
 
-/// How often a TTL sweep runs: once the largest event time has moved this share of the TTL
-/// past the last sweep. Sweeping every batch would visit every key every batch; this way a
-/// key outlives its TTL by at most a quarter of it, and when is a function of the input alone.
-pub(crate) fn sweep_due(ttl_ms: i64, swept_at: Option<i64>, max_event_time: Option<i64>) -> bool {
-    match (swept_at, max_event_time) {
-        (_, None) => false,
-        (None, Some(_)) => true,
-        (Some(swept), Some(max)) => max.saturating_sub(swept) >= (ttl_ms / 4).max(1),
-    }
-}
-
 const STAGE_MAGIC: &[u8; 4] = b"SLSS";
 const STAGE_VERSION: u8 = 1;
 const WINDOW_MAGIC: &[u8; 4] = b"SLWS";
@@ -98,37 +87,6 @@ pub(crate) fn split_stage_snapshot(bytes: &[u8], expected: usize) -> Result<Vec<
         )));
     }
     Ok(parts)
-}
-
-/// Writes an optional time as a flag and the value.
-pub(crate) fn write_time(time: Option<i64>, out: &mut Vec<u8>) {
-    match time {
-        Some(time) => {
-            out.push(1);
-            out.extend_from_slice(&time.to_le_bytes());
-        }
-        None => out.push(0),
-    }
-}
-
-pub(crate) fn read_time(reader: &mut Reader<'_>) -> Result<Option<i64>, ExecError> {
-    match reader.u8()? {
-        0 => Ok(None),
-        1 => Ok(Some(reader.i64()?)),
-        flag => Err(ExecError::CorruptSnapshot(format!("bad time flag {flag}"))),
-    }
-}
-
-/// Checks a snapshot's magic and version.
-pub(crate) fn read_header(reader: &mut Reader<'_>, magic: &[u8; 4], version: u8, what: &str) -> Result<(), ExecError> {
-    if reader.take(4)? != magic {
-        return Err(ExecError::CorruptSnapshot(format!("not a {what} snapshot (bad magic)")));
-    }
-    let found = reader.u8()?;
-    if found != version {
-        return Err(ExecError::CorruptSnapshot(format!("{what} snapshot version {found}, expected {version}")));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -14,17 +14,17 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::{TopKSpec, RANK_COLUMN};
 
-use crate::cell::{column, decode_key, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::cell::{column, columns, decode_key, event_times, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::changelog::{self, touch, Changelog};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
-use crate::state::{read_header, read_time, sweep_due, write_time, StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+use crate::state::{StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
+use crate::state_clock::{SnapshotFormat, StateClock};
 
 /// A total order on cells of one column: null first, then by value (floats by `total_cmp`).
 fn compare_cells(left: &Cell, right: &Cell) -> Ordering {
@@ -107,24 +107,22 @@ pub struct TopKExec {
     /// Keys held over all groups, against `max_keys`.
     key_count: u64,
     key_bytes: u64,
-    max_event_time: Option<i64>,
-    swept_at: Option<i64>,
+    clock: StateClock,
     generation: u64,
     schema: Option<SchemaRef>,
 }
 
-const SNAPSHOT_MAGIC: &[u8; 4] = b"SLTK";
-const SNAPSHOT_VERSION: u8 = 1;
+const SNAPSHOT: SnapshotFormat = SnapshotFormat { magic: b"SLTK", version: 1, what: "top-k" };
 
 impl TopKExec {
     pub fn new(spec: TopKSpec) -> Self {
+        let ttl_ms = spec.ttl_ms;
         TopKExec {
             spec,
             groups: FxHashMap::default(),
             key_count: 0,
             key_bytes: 0,
-            max_event_time: None,
-            swept_at: None,
+            clock: StateClock::new(ttl_ms),
             generation: 0,
             schema: None,
         }
@@ -138,6 +136,77 @@ impl TopKExec {
             bytes: 2 * self.key_bytes + self.key_count * per_key + self.groups.len() as u64 * ENTRY_OVERHEAD_BYTES,
         }
     }
+
+    /// Takes the rows of one batch (each a key's new value) and returns the rankings of the
+    /// groups they changed.
+    pub fn process(&mut self, inputs: &[RecordBatch]) -> Result<TopKOutput, ExecError> {
+        let (rankings, counts) = changelog::process(self, inputs)?;
+        Ok(TopKOutput { rankings, counts })
+    }
+
+    /// The whole state as bytes: deterministic (groups and keys in sorted order).
+    pub fn snapshot(&self) -> Vec<u8> {
+        let mut out = self.clock.begin_snapshot(&SNAPSHOT);
+        out.extend_from_slice(&(self.groups.len() as u32).to_le_bytes());
+        let mut group_keys: Vec<&Box<[u8]>> = self.groups.keys().collect();
+        group_keys.sort();
+        for group_key in group_keys {
+            let group = &self.groups[group_key];
+            out.extend_from_slice(&(group_key.len() as u32).to_le_bytes());
+            out.extend_from_slice(group_key);
+            out.extend_from_slice(&group.latest_ms.to_le_bytes());
+            out.extend_from_slice(&(group.values.len() as u32).to_le_bytes());
+            let mut keys: Vec<(&Box<[u8]>, &Cell)> = group.values.iter().collect();
+            keys.sort_by(|a, b| a.0.cmp(b.0));
+            for (key, value) in keys {
+                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+                out.extend_from_slice(key);
+                write_cell(value, &mut out);
+            }
+        }
+        out
+    }
+
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
+        let mut reader = Reader { bytes };
+        let clock = StateClock::read_snapshot_start(self.spec.ttl_ms, &SNAPSHOT, &mut reader)?;
+        let group_count = reader.u32()? as usize;
+        let mut groups = FxHashMap::with_capacity_and_hasher(group_count.min(reader.bytes.len()), Default::default());
+        let (mut key_count, mut key_bytes) = (0u64, 0u64);
+        for _ in 0..group_count {
+            let length = reader.u32()? as usize;
+            let group_key: Box<[u8]> = reader.take(length)?.into();
+            decode_key(&group_key, self.spec.group.len())?;
+            let mut group = GroupState { latest_ms: reader.i64()?, ..GroupState::default() };
+            let count = reader.u32()? as usize;
+            for _ in 0..count {
+                let length = reader.u32()? as usize;
+                let key: Box<[u8]> = reader.take(length)?.into();
+                let key_cells = decode_key(&key, self.spec.keys.len())?;
+                let value = reader.cell()?;
+                key_bytes += key.len() as u64;
+                if group.values.insert(key, value.clone()).is_some() {
+                    return Err(ExecError::CorruptSnapshot("a key appears twice in a group".into()));
+                }
+                group.ranking.insert(Ranked { value, key: key_cells });
+            }
+            key_count += count as u64;
+            key_bytes += group_key.len() as u64;
+            if groups.insert(group_key, group).is_some() {
+                return Err(ExecError::CorruptSnapshot("a group appears twice".into()));
+            }
+        }
+        reader.finish()?;
+        self.groups = groups;
+        self.key_count = key_count;
+        self.key_bytes = key_bytes;
+        self.clock = clock;
+        Ok(())
+    }
+}
+
+impl Changelog for TopKExec {
+    const BUILDING: &'static str = "building top-k rankings";
 
     fn output_schema(&mut self, input: &Schema) -> SchemaRef {
         let spec = &self.spec;
@@ -153,30 +222,19 @@ impl TopKExec {
         }))
     }
 
-    /// Takes the rows of one batch (each a key's new value) and returns the rankings of the
-    /// groups they changed.
-    pub fn process(&mut self, inputs: &[RecordBatch]) -> Result<TopKOutput, ExecError> {
-        let Some(first) = inputs.first() else {
-            // Nothing can change; the schema waits for a batch that shows the input's types.
-            return Ok(TopKOutput {
-                rankings: RecordBatch::new_empty(Arc::new(Schema::empty())),
-                counts: StateCounts::default(),
-            });
-        };
-        let schema = self.output_schema(&first.schema());
+    fn begin_batch(&mut self) -> Option<i64> {
         self.generation += 1;
-        let late_before = self.max_event_time.map(|max| max.saturating_sub(self.spec.ttl_ms));
-        let mut counts = StateCounts::default();
-        let mut touched: Vec<Box<[u8]>> = Vec::new();
-        for batch in inputs {
-            self.take_batch(batch, late_before, &mut touched, &mut counts)?;
-        }
+        self.clock.late_before()
+    }
+
+    fn rows_per_entry(&self) -> usize {
+        self.spec.k as usize
+    }
+
+    fn emit(&self, touched: &[Box<[u8]>], columns: &mut [ColumnBuilder]) -> Result<(), ExecError> {
         let k = self.spec.k as usize;
-        let capacity = touched.len() * k;
-        let mut columns: Vec<ColumnBuilder> =
-            schema.fields().iter().map(|field| ColumnBuilder::new(field.data_type(), capacity)).collect();
         let group_count = self.spec.group.len();
-        for group_key in &touched {
+        for group_key in touched {
             let group = &self.groups[group_key];
             let group_cells = decode_key(group_key, group_count)?;
             for (rank, ranked) in group.ranking.iter().take(k).enumerate() {
@@ -190,30 +248,22 @@ impl TopKExec {
                 columns[group_count + 1 + ranked.key.len()].append(&ranked.value);
             }
         }
-        let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnBuilder::finish).collect();
-        let rankings = RecordBatch::try_new(schema, arrays).map_err(ExecError::arrow("building top-k rankings"))?;
-        counts.expired_keys += self.sweep();
-        Ok(TopKOutput { rankings, counts })
+        Ok(())
     }
 
-    fn take_batch(
+    fn take_block(
         &mut self,
         batch: &RecordBatch,
         late_before: Option<i64>,
         touched: &mut Vec<Box<[u8]>>,
         counts: &mut StateCounts,
     ) -> Result<(), ExecError> {
-        let group_arrays: Vec<ArrayRef> =
-            self.spec.group.iter().map(|name| column(batch, name)).collect::<Result<_, _>>()?;
+        let group_arrays = columns(batch, &self.spec.group)?;
         let group_columns = KeyColumns::new(&group_arrays);
-        let key_arrays: Vec<ArrayRef> =
-            self.spec.keys.iter().map(|name| column(batch, name)).collect::<Result<_, _>>()?;
+        let key_arrays = columns(batch, &self.spec.keys)?;
         let key_columns = KeyColumns::new(&key_arrays);
         let values = column(batch, &self.spec.order_by)?;
-        let time_array = column(batch, &self.spec.time_column)?;
-        let times = time_array
-            .as_primitive_opt::<Int64Type>()
-            .ok_or_else(|| ExecError::MissingColumn(self.spec.time_column.clone()))?;
+        let times = event_times(batch, &self.spec.time_column)?;
         let (mut group_key, mut key) = (Vec::with_capacity(32), Vec::with_capacity(64));
         for row in 0..batch.num_rows() {
             if !times.is_valid(row) || values.is_null(row) {
@@ -225,7 +275,7 @@ impl TopKExec {
                 counts.late_rows_dropped += 1;
                 continue;
             }
-            self.max_event_time = Some(self.max_event_time.map_or(time, |max| max.max(time)));
+            self.clock.observe(time);
             group_key.clear();
             group_columns.encode(row, &mut group_key);
             key.clear();
@@ -257,21 +307,13 @@ impl TopKExec {
             }
             group.ranking.insert(Ranked { value, key: key_cells });
             group.latest_ms = if is_new_group { time } else { group.latest_ms.max(time) };
-            if group.touched_in != self.generation {
-                group.touched_in = self.generation;
-                touched.push(group_key.as_slice().into());
-            }
+            touch(self.generation, &mut group.touched_in, &group_key, touched);
         }
         Ok(())
     }
 
     fn sweep(&mut self) -> u64 {
-        if !sweep_due(self.spec.ttl_ms, self.swept_at, self.max_event_time) {
-            return 0;
-        }
-        let Some(max) = self.max_event_time else { return 0 };
-        self.swept_at = Some(max);
-        let expire_before = max.saturating_sub(self.spec.ttl_ms);
+        let Some(expire_before) = self.clock.start_sweep() else { return 0 };
         let before = self.groups.len();
         let (mut keys, mut key_bytes) = (0u64, 0u64);
         self.groups.retain(|group_key, group| {
@@ -286,82 +328,15 @@ impl TopKExec {
         self.key_bytes -= key_bytes;
         (before - self.groups.len()) as u64
     }
-
-    /// The whole state as bytes: deterministic (groups and keys in sorted order).
-    pub fn snapshot(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(SNAPSHOT_MAGIC);
-        out.push(SNAPSHOT_VERSION);
-        write_time(self.max_event_time, &mut out);
-        write_time(self.swept_at, &mut out);
-        out.extend_from_slice(&(self.groups.len() as u32).to_le_bytes());
-        let mut group_keys: Vec<&Box<[u8]>> = self.groups.keys().collect();
-        group_keys.sort();
-        for group_key in group_keys {
-            let group = &self.groups[group_key];
-            out.extend_from_slice(&(group_key.len() as u32).to_le_bytes());
-            out.extend_from_slice(group_key);
-            out.extend_from_slice(&group.latest_ms.to_le_bytes());
-            out.extend_from_slice(&(group.values.len() as u32).to_le_bytes());
-            let mut keys: Vec<(&Box<[u8]>, &Cell)> = group.values.iter().collect();
-            keys.sort_by(|a, b| a.0.cmp(b.0));
-            for (key, value) in keys {
-                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-                out.extend_from_slice(key);
-                write_cell(value, &mut out);
-            }
-        }
-        out
-    }
-
-    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
-        let mut reader = Reader { bytes };
-        read_header(&mut reader, SNAPSHOT_MAGIC, SNAPSHOT_VERSION, "top-k")?;
-        let max_event_time = read_time(&mut reader)?;
-        let swept_at = read_time(&mut reader)?;
-        let group_count = reader.u32()? as usize;
-        let mut groups = FxHashMap::with_capacity_and_hasher(group_count.min(reader.bytes.len()), Default::default());
-        let (mut key_count, mut key_bytes) = (0u64, 0u64);
-        for _ in 0..group_count {
-            let length = reader.u32()? as usize;
-            let group_key: Box<[u8]> = reader.take(length)?.into();
-            decode_key(&group_key, self.spec.group.len())?;
-            let mut group = GroupState { latest_ms: reader.i64()?, ..GroupState::default() };
-            let count = reader.u32()? as usize;
-            for _ in 0..count {
-                let length = reader.u32()? as usize;
-                let key: Box<[u8]> = reader.take(length)?.into();
-                let key_cells = decode_key(&key, self.spec.keys.len())?;
-                let value = reader.cell()?;
-                key_bytes += key.len() as u64;
-                if group.values.insert(key, value.clone()).is_some() {
-                    return Err(ExecError::CorruptSnapshot("a key appears twice in a group".into()));
-                }
-                group.ranking.insert(Ranked { value, key: key_cells });
-            }
-            key_count += count as u64;
-            key_bytes += group_key.len() as u64;
-            if groups.insert(group_key, group).is_some() {
-                return Err(ExecError::CorruptSnapshot("a group appears twice".into()));
-            }
-        }
-        if !reader.bytes.is_empty() {
-            return Err(ExecError::CorruptSnapshot(format!("{} trailing bytes", reader.bytes.len())));
-        }
-        self.groups = groups;
-        self.key_count = key_count;
-        self.key_bytes = key_bytes;
-        self.max_event_time = max_event_time;
-        self.swept_at = swept_at;
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
 
-    use arrow_array::{Int64Array, StringArray};
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
     use proptest::prelude::*;
 
     use super::*;
