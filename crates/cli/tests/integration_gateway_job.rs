@@ -15,8 +15,8 @@ use common::recovery::{output_of, signal, sleep_until, submit_file, worker};
 use common::{test_dir, Reaper};
 use sleet_plan::*;
 use sleet_workloads::gateway_check::{self, TopRow, TOP_K};
+use sleet_workloads::gateway_job::{gateway_plan, GatewayJob, DAY_MS};
 
-const DAY_MS: i64 = 86_400_000;
 const MINUTE_MS: i64 = 60_000;
 const GATEWAYS: u32 = 40;
 /// Simulated time runs this much faster than the wall clock: a day in about 2 s.
@@ -44,50 +44,20 @@ fn gateway_spec(encoding: GatewayEncoding, start_ms: i64) -> GatewaySourceSpec {
 /// The job a user writes for the study's question, with `k` as large as the gateway count so
 /// that the ranking also carries every gateway's daily total.
 fn job_file(dir: &Path, spec: &GatewaySourceSpec) -> std::path::PathBuf {
-    let ttl_ms = 2 * DAY_MS;
-    let plan = PlanBuilder::source("gateway", SourceSpec::Gateway(spec.clone()))
-        .decode_json(sleet_connectors::gateway::record_schema())
-        .increments(IncrementsSpec {
-            keys: vec!["gateway_id".into()],
-            time_column: "date".into(),
-            encoding: match spec.encoding {
-                GatewayEncoding::Counter => ReadingEncoding::Counter,
-                GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
-                GatewayEncoding::Rate => ReadingEncoding::Rate,
-            },
-            columns: vec!["ipTx".into(), "ipRx".into()],
-            late: LatePolicy::Fold,
-            allowed_lateness_ms: spec.max_delay_ms,
-            ttl_ms,
-            wrap_bits: 32,
-            max_keys: 10_000,
-        })
-        .project_named([
-            (col("gateway_id"), "gateway_id"),
-            (col("date"), "date"),
-            (col("date").divide(lit(DAY_MS)), "day"),
-            (col("ipTx").add(col("ipRx")), "bytes"),
-        ])
-        .exchange(["day"], 2)
-        .keyed_aggregate(KeyedAggregateSpec {
-            keys: vec!["day".into(), "gateway_id".into()],
-            aggregates: vec![Aggregate::sum("bytes", "total")],
-            time_column: "date".into(),
-            ttl_ms,
-            max_keys: 10_000,
-        })
-        .top_k(TopKSpec {
-            group: vec!["day".into()],
-            keys: vec!["gateway_id".into()],
-            order_by: "total".into(),
-            k: GATEWAYS,
-            time_column: "date".into(),
-            ttl_ms,
-            max_keys: 10_000,
-        })
-        .sink(SinkSpec::JsonLines { dir: dir.join("results").display().to_string() })
-        .build()
-        .expect("a valid plan");
+    let job = GatewayJob {
+        encoding: match spec.encoding {
+            GatewayEncoding::Counter => ReadingEncoding::Counter,
+            GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
+            GatewayEncoding::Rate => ReadingEncoding::Rate,
+        },
+        allowed_lateness_ms: spec.max_delay_ms,
+        ttl_ms: 2 * DAY_MS,
+        top: GATEWAYS,
+        max_keys: 10_000,
+        reduce_partitions: 2,
+    };
+    let sink = SinkSpec::JsonLines { dir: dir.join("results").display().to_string() };
+    let plan = gateway_plan(SourceSpec::Gateway(spec.clone()), &job, sink).expect("a valid plan");
     // Every reading is delivered by the drain; a second more lets the last batches finish.
     let drained_wall_ms = spec.wall_ms(spec.drained_ms().expect("the gateways stop"));
     let duration_ms = (drained_wall_ms - spec.start_ms + 1_000) as u64 / 100 * 100;

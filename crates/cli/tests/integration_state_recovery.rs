@@ -13,8 +13,8 @@ use std::time::Duration;
 use common::recovery::{output_of, signal, sleep_until, submit_file, worker};
 use common::{test_dir, Reaper};
 use sleet_plan::*;
+use sleet_workloads::gateway_job::{gateway_plan, GatewayJob, DAY_MS};
 
-const DAY_MS: i64 = 86_400_000;
 const MINUTE_MS: i64 = 60_000;
 const GATEWAYS: u64 = 12;
 const READINGS: i64 = 150;
@@ -118,51 +118,16 @@ fn job_file(dir: &Path, start_ms: i64) -> std::path::PathBuf {
         partitions: 2,
         start_bytes: Vec::new(),
     });
-    let schema = Schema::new(vec![
-        Field::new("gateway_id", DataType::Utf8),
-        Field::new("date", DataType::Int64),
-        Field::new("ipTx", DataType::Float64),
-        Field::new("ipRx", DataType::Float64),
-    ]);
-    let plan = PlanBuilder::source("gateway", source)
-        .decode_json(schema)
-        .increments(IncrementsSpec {
-            keys: vec!["gateway_id".into()],
-            time_column: "date".into(),
-            encoding: ReadingEncoding::Cumulative,
-            columns: vec!["ipTx".into(), "ipRx".into()],
-            late: LatePolicy::Fold,
-            allowed_lateness_ms: 2 * MINUTE_MS,
-            ttl_ms: 2 * DAY_MS,
-            wrap_bits: 32,
-            max_keys: 1_000,
-        })
-        .project_named([
-            (col("gateway_id"), "gateway_id"),
-            (col("date"), "date"),
-            (col("date").divide(lit(DAY_MS)), "day"),
-            (col("ipTx").add(col("ipRx")), "bytes"),
-        ])
-        .exchange(["day"], 2)
-        .keyed_aggregate(KeyedAggregateSpec {
-            keys: vec!["day".into(), "gateway_id".into()],
-            aggregates: vec![Aggregate::sum("bytes", "total")],
-            time_column: "date".into(),
-            ttl_ms: 2 * DAY_MS,
-            max_keys: 1_000,
-        })
-        .top_k(TopKSpec {
-            group: vec!["day".into()],
-            keys: vec!["gateway_id".into()],
-            order_by: "total".into(),
-            k: TOP as u32,
-            time_column: "date".into(),
-            ttl_ms: 2 * DAY_MS,
-            max_keys: 1_000,
-        })
-        .sink(SinkSpec::JsonLines { dir: dir.join("results").display().to_string() })
-        .build()
-        .expect("a valid plan");
+    let job = GatewayJob {
+        encoding: ReadingEncoding::Cumulative,
+        allowed_lateness_ms: 2 * MINUTE_MS,
+        ttl_ms: 2 * DAY_MS,
+        top: TOP as u32,
+        max_keys: 1_000,
+        reduce_partitions: 2,
+    };
+    let sink = SinkSpec::JsonLines { dir: dir.join("results").display().to_string() };
+    let plan = gateway_plan(source, &job, sink).expect("a valid plan");
     let job = JobFile {
         plan,
         settings: JobSettings {

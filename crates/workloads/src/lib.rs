@@ -23,6 +23,7 @@
 mod backlog;
 pub mod duration_arg;
 pub mod gateway_check;
+pub mod gateway_job;
 pub mod gen_gateway;
 pub mod gen_ysb;
 pub mod scheduler_args;
