@@ -19,6 +19,7 @@
 mod binary;
 mod canonical;
 mod fingerprint;
+pub mod framed;
 mod schema;
 mod single_object;
 

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {
+    /// JSON objects, one per body or an array (`--schema` is a plan schema).
     Json,
+    /// Single-object Avro records, length-prefixed (`--schema` is an `.avsc`).
+    Avro,
 }
 
 #[derive(Debug, Clone, clap::Args)]
@@ -22,10 +25,13 @@ pub struct IngestArgs {
     /// Create the topic with this many partitions if it does not exist (otherwise it must).
     #[arg(long)]
     pub partitions: Option<u32>,
-    /// The records' schema: the JSON a job file's `decode_json` takes, `{"fields": [...]}`.
+    /// The records' schema: with `--format json` the JSON a job file's `decode_json` takes,
+    /// `{"fields": [...]}`; with `--format avro` an Avro record schema (`.avsc`), as
+    /// `decode_avro` takes it.
     #[arg(long)]
     pub schema: PathBuf,
-    /// The field whose string is each record's Kafka key; declared utf8 in the schema.
+    /// The field whose string is each record's Kafka key; declared utf8 (JSON) or string
+    /// (Avro) in the schema.
     #[arg(long)]
     pub key: String,
     #[arg(long, value_enum, default_value = "json")]

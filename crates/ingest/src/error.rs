@@ -13,6 +13,8 @@ pub enum IngestError {
     },
     #[error("the schema file {path} is not a schema (`{{\"fields\": [...]}}`): {reason}")]
     SchemaJson { path: PathBuf, reason: String },
+    #[error("the Avro schema is not one sleet decodes: {0}")]
+    AvroSchema(String),
     #[error("key field `{field}` {problem}")]
     KeyField { field: String, problem: &'static str },
     #[error("reading the token file {path}")]

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,10 +18,11 @@ use sleet_exec::RawRecords;
 use tokio::sync::{oneshot, watch, Notify};
 
 use crate::admission::InFlight;
+use crate::args::FormatArg;
 use crate::args::IngestArgs;
 use crate::auth::authorized;
 use crate::error::IngestError;
-use crate::format::{read_schema, BadBody, BadRecord, JsonFormat, RecordFormat};
+use crate::format::{BadBody, BadRecord, Format, RecordFormat, AVRO_BATCH_CONTENT_TYPE};
 use crate::listener::LimitedListener;
 use crate::refusal::Refusal;
 use crate::stats::{Stats, StatsReport};
@@ -29,7 +30,7 @@ use crate::writer::{spawn_writer, Submission, WriterSettings};
 
 /// What every handler shares.
 pub struct Ingest {
-    pub(crate) format: JsonFormat,
+    pub(crate) format: Format,
     in_flight: InFlight,
     queue: SyncSender<Submission>,
     pub(crate) stats: Arc<Stats>,
@@ -145,8 +146,28 @@ pub(crate) fn bad_records_message(bad: &[BadRecord], total: usize) -> String {
     format!("{} of {total} records are invalid; none of the request was written", bad.len())
 }
 
-async fn post_records(State(ingest): State<Arc<Ingest>>, body: Bytes) -> Response {
+/// Whether a body's `Content-Type` fits the server's format: an Avro server takes only
+/// `AVRO_BATCH_CONTENT_TYPE` and a JSON server anything else (it never checked the type, and
+/// clients that send none keep working), so a client of the wrong format learns it at once
+/// instead of from a parse error.
+fn content_type_fits(format: &Format, headers: &HeaderMap) -> bool {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let avro_body =
+        content_type.split(';').next().is_some_and(|media| media.trim().eq_ignore_ascii_case(AVRO_BATCH_CONTENT_TYPE));
+    avro_body == format.is_avro()
+}
+
+async fn post_records(State(ingest): State<Arc<Ingest>>, headers: HeaderMap, body: Bytes) -> Response {
     let received = Instant::now();
+    if !content_type_fits(&ingest.format, &headers) {
+        ingest.stats.refused(0);
+        let error = if ingest.format.is_avro() {
+            format!("this server takes Avro records: send them with Content-Type: {AVRO_BATCH_CONTENT_TYPE}")
+        } else {
+            "this server takes JSON records, not Avro".to_string()
+        };
+        return json_response(StatusCode::UNSUPPORTED_MEDIA_TYPE, &serde_json::json!({ "error": error }));
+    }
     let values = match ingest.format.split_body(&body) {
         Ok(values) => values,
         Err(BadBody(reason)) => {
@@ -234,8 +255,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<StatsReport, IngestError> {
     check_limits(&args)?;
-    let schema = read_schema(&args.schema)?;
-    let format = JsonFormat::new(&schema, &args.key, args.record_bytes_max)?;
+    let format = Format::open(args.format == FormatArg::Avro, &args.schema, &args.key, args.record_bytes_max)?;
     let token = token(&args)?;
     let stats = Arc::new(Stats::default());
     let settings = WriterSettings {

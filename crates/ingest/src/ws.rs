@@ -1,6 +1,8 @@
-//! `GET /v1/stream`: records over a WebSocket. Each text message carries an id and one
-//! record or a batch; the server answers `{"ack": [ids…]}` once Kafka has acknowledged a
-//! message's records, or `{"nack": [{"id": …, "error": …}]}` when it refuses them.
+//! `GET /v1/stream`: records over a WebSocket. Each message carries an id and one record or a
+//! batch: a text message of JSON for a JSON server, a binary one (the id, 8 bytes
+//! big-endian, then length-prefixed Avro records) for an Avro server. The server answers
+//! `{"ack": [ids…]}` once Kafka has acknowledged a message's records, or
+//! `{"nack": [{"id": …, "error": …}]}` when it refuses them.
 //!
 //! ```text
 //!  socket ─read─▶ parse, check ─▶ Ingest::hand_over ─▶ pending (≤ ws_pending_max)
@@ -25,9 +27,10 @@ use axum::response::Response;
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, SinkExt, StreamExt};
 use serde_json::value::RawValue;
-use tokio::sync::mpsc;
+use sleet_exec::RawRecords;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::format::{JsonFormat, RecordFormat};
+use crate::format::{BadBody, JsonFormat, RecordFormat};
 use crate::refusal::Refusal;
 use crate::server::{bad_records_message, refusal_response, Ingest};
 
@@ -98,15 +101,18 @@ async fn connection(ingest: &Ingest, socket: WebSocket) {
         }
         tokio::select! {
             message = stream.next(), if reading && pending.len() < ingest.ws_pending_max => match message {
-                Some(Ok(Message::Text(text))) => {
+                Some(Ok(message @ (Message::Text(_) | Message::Binary(_)))) => {
                     let received = Instant::now();
-                    match read_message(ingest, text.as_str(), received) {
+                    let read = match (&message, ingest.format.is_avro()) {
+                        (Message::Text(text), false) => read_message(ingest, text.as_str(), received),
+                        (Message::Binary(bytes), true) => read_binary(ingest, bytes, received),
+                        (_, true) => Err((None, "this server takes Avro: send binary messages".to_string(), None)),
+                        (_, false) => Err((None, "binary messages are not accepted; send JSON text".to_string(), None)),
+                    };
+                    match read {
                         Ok((id, answer)) => pending.push(async move { (id, ingest.await_answer(answer).await) }),
                         Err((id, error, records)) => outbox.nack(id, error, records),
                     }
-                }
-                Some(Ok(Message::Binary(_))) => {
-                    outbox.nack(None, "binary messages are not accepted; send JSON text".to_string(), None)
                 }
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                 // The client is done sending: answer what is pending, then close.
@@ -143,15 +149,13 @@ async fn connection(ingest: &Ingest, socket: WebSocket) {
     let _ = tokio::time::timeout(WRITE_TIMEOUT * 2, writer).await;
 }
 
-/// Parses, checks and hands over one message; the id and the Kafka answer to wait for, or
-/// the nack (id if known, error, bad records if any) to send at once.
-#[allow(clippy::type_complexity)]
-fn read_message(
-    ingest: &Ingest,
-    text: &str,
-    received: Instant,
-) -> Result<(u64, tokio::sync::oneshot::Receiver<Result<(), Refusal>>), (Option<u64>, String, Option<serde_json::Value>)>
-{
+/// A message's id and the Kafka answer to wait for, or the nack (id if known, error, bad
+/// records if any) to send at once.
+type ReadOutcome =
+    Result<(u64, oneshot::Receiver<Result<(), Refusal>>), (Option<u64>, String, Option<serde_json::Value>)>;
+
+/// Parses, checks and hands over one text message (JSON).
+fn read_message(ingest: &Ingest, text: &str, received: Instant) -> ReadOutcome {
     let envelope: Envelope = serde_json::from_str(text).map_err(|error| {
         (
             None,
@@ -166,6 +170,25 @@ fn read_message(
         (None, Some(_)) => return Err((Some(id), "`records` holds no records".to_string(), None)),
         _ => return Err((Some(id), "a message has exactly one of `record` and `records`".to_string(), None)),
     };
+    check_and_hand_over(ingest, id, values, received)
+}
+
+/// Parses, checks and hands over one binary message (Avro): the id, 8 bytes big-endian, then
+/// the records framed as an HTTP body is.
+fn read_binary(ingest: &Ingest, bytes: &[u8], received: Instant) -> ReadOutcome {
+    let Some((id, body)) = bytes.split_first_chunk::<8>() else {
+        return Err((
+            None,
+            format!("a binary message starts with its 8-byte id; this one has {} bytes", bytes.len()),
+            None,
+        ));
+    };
+    let id = u64::from_be_bytes(*id);
+    let values = ingest.format.split_body(body).map_err(|BadBody(reason)| (Some(id), reason, None))?;
+    check_and_hand_over(ingest, id, values, received)
+}
+
+fn check_and_hand_over(ingest: &Ingest, id: u64, values: RawRecords, received: Instant) -> ReadOutcome {
     let count = values.len();
     let keys = ingest.format.check(&values).map_err(|bad| {
         ingest.stats.refused(count);
