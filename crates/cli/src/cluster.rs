@@ -1,6 +1,7 @@
 //! A local cluster for `demo`, the benchmarks and tests: a driver and workers as child
-//! processes of the `sleet` binary (`sleet_exe`) on 127.0.0.1. Every child is stopped by the
-//! PID this process started.
+//! processes of the `sleet` binary (`sleet_exe`) on 127.0.0.1, and, as a component a job's
+//! input comes through, a `sleet ingest` server (`start_ingest`). Every child is stopped by
+//! the PID this process started.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -28,6 +29,24 @@ pub struct LocalCluster {
     expect_workers: u32,
     /// Whether the workers started with the cluster each run on cpus of their own.
     pinned: bool,
+    /// The ingest server, once started.
+    ingest: Option<Child>,
+}
+
+/// A `sleet ingest` server as a cluster component (`docs/ingest.md`, "In a local cluster").
+#[derive(Debug, Clone)]
+pub struct IngestSpec {
+    /// `host:port`; port 0 picks a free one, which `start_ingest` returns.
+    pub listen: String,
+    pub brokers: String,
+    pub topic: String,
+    pub format: sleet_ingest::args::FormatArg,
+    /// A plan schema (`{"fields": [...]}`) for JSON, an `.avsc` for Avro.
+    pub schema: PathBuf,
+    /// The field whose string keys each record.
+    pub key: String,
+    /// Further `sleet ingest` flags (`--partitions 4`, limits, `--token-file`).
+    pub extra_args: Vec<String>,
 }
 
 /// Where a local cluster's workers run.
@@ -87,6 +106,7 @@ impl LocalCluster {
             limits: limits.clone(),
             expect_workers: workers,
             pinned: false,
+            ingest: None,
         };
         let worker_cpus = placement.worker_cpus(workers, cores_per_worker);
         cluster.pinned = worker_cpus.iter().all(Option::is_some) && !worker_cpus.is_empty();
@@ -163,8 +183,78 @@ impl LocalCluster {
         self.workers.iter().map(Child::id).collect()
     }
 
+    /// Starts the cluster's ingest server and returns the address it serves on, once it
+    /// listens. Its stderr goes to `ingest.log`, its stdout (the address, then its final
+    /// figures as JSON) to `ingest.out`, in the log directory. One server at a time: start
+    /// another only after the first has exited (a benchmark SIGKILLs it by `ingest_pid`).
+    pub fn start_ingest(&mut self, spec: &IngestSpec) -> Result<String> {
+        if let Some(running) = &mut self.ingest {
+            anyhow::ensure!(
+                !matches!(running.try_wait(), Ok(None)),
+                "the cluster's ingest server (pid {}) still runs",
+                running.id()
+            );
+        }
+        let format = match spec.format {
+            sleet_ingest::args::FormatArg::Json => "json",
+            sleet_ingest::args::FormatArg::Avro => "avro",
+        };
+        let log = log_file(&self.log_dir, "ingest.log")?;
+        let mut child = child_command(&self.exe)
+            .args(["ingest", "--listen", &spec.listen, "--brokers", &spec.brokers, "--topic", &spec.topic])
+            .args(["--format", format, "--key", &spec.key])
+            .arg("--schema")
+            .arg(&spec.schema)
+            .args(&spec.extra_args)
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .context("starting the ingest server")?;
+        let stdout = child.stdout.take().ok_or_else(|| anyhow!("ingest stdout is not piped"))?;
+        let out = log_file(&self.log_dir, "ingest.out")?;
+        let address = read_first_line(stdout, out, Duration::from_secs(15), "the ingest server");
+        match address {
+            Ok(address) => {
+                self.ingest = Some(child);
+                Ok(address)
+            }
+            Err(error) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(error.context(format!("see {}", self.log_dir.join("ingest.log").display())))
+            }
+        }
+    }
+
+    /// The ingest server's process id while it has not been reaped.
+    pub fn ingest_pid(&self) -> Option<u32> {
+        self.ingest.as_ref().map(Child::id)
+    }
+
+    /// Stops the ingest server as Ctrl-C would (SIGTERM: it finishes what is in flight),
+    /// killing it if it has not exited within its shutdown timeout plus `EXIT_GRACE`; returns
+    /// its exit status, or `None` if none runs.
+    pub fn stop_ingest(&mut self, shutdown_timeout: Duration) -> Result<Option<std::process::ExitStatus>> {
+        let Some(mut child) = self.ingest.take() else { return Ok(None) };
+        if let Ok(None) = child.try_wait() {
+            signal_process(child.id(), libc::SIGTERM, "the ingest server")?;
+        }
+        let deadline = Instant::now() + shutdown_timeout + EXIT_GRACE;
+        loop {
+            if let Some(status) = child.try_wait().context("waiting for the ingest server")? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                return child.wait().map(Some).context("waiting for the killed ingest server");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Asks the driver to shut everything down, then makes sure every child has exited.
     pub async fn shutdown(mut self) {
+        let _ = self.stop_ingest(Duration::ZERO);
         if let Ok(mut connection) =
             sleet_wire::Connection::connect(&self.driver_address, sleet_wire::Role::Client).await
         {
@@ -183,7 +273,8 @@ impl LocalCluster {
     }
 
     fn kill_remaining(&mut self) {
-        for child in self.workers.iter_mut().chain(std::iter::once(&mut self.driver)) {
+        let ingest = self.ingest.iter_mut();
+        for child in self.workers.iter_mut().chain(std::iter::once(&mut self.driver)).chain(ingest) {
             if let Ok(None) = child.try_wait() {
                 let _ = child.kill();
             }
@@ -286,6 +377,26 @@ pub fn child_command(exe: &Path) -> Command {
 fn log_file(dir: &Path, name: &str) -> Result<File> {
     let path = dir.join(name);
     File::create(&path).with_context(|| format!("creating {}", path.display()))
+}
+
+/// The first line `what` prints on stdout, within `limit`; the rest of its stdout is copied
+/// to `rest` as it comes, so the child never blocks on (or dies of) a full or closed pipe.
+fn read_first_line(stdout: std::process::ChildStdout, mut rest: File, limit: Duration, what: &str) -> Result<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let first = reader.read_line(&mut line).map(|_| line);
+        let _ = tx.send(first);
+        let _ = std::io::copy(&mut reader, &mut rest);
+    });
+    let line = rx
+        .recv_timeout(limit)
+        .map_err(|_| anyhow!("{what} did not print its address within {limit:?}"))?
+        .with_context(|| format!("reading the address of {what}"))?;
+    let address = line.trim();
+    anyhow::ensure!(!address.is_empty(), "{what} exited before printing its address");
+    Ok(address.to_string())
 }
 
 /// The address a driver prints on its first line of stdout, within 15 s.

@@ -347,6 +347,7 @@ impl GatewayGenerator {
     fn write(&self, reading: &Reading, id: &str, out: &mut Vec<u8>) {
         match self.spec.format {
             GatewayFormat::Json => write_json(reading, id, self.spec.encoding, out),
+            GatewayFormat::Avro => write_avro(reading, id, self.spec.encoding, out),
         }
     }
 }
@@ -370,6 +371,23 @@ pub fn write_json(reading: &Reading, id: &str, encoding: GatewayEncoding, out: &
         }
     }
     out.push(b'}');
+}
+
+/// `schemas/gateway.avsc`, parsed once.
+pub fn avro_schema() -> &'static sleet_avro::RecordSchema {
+    static SCHEMA: std::sync::OnceLock<sleet_avro::RecordSchema> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        sleet_avro::RecordSchema::parse(sleet_avro::GATEWAY_SCHEMA).expect("the shipped gateway schema parses")
+    })
+}
+
+/// The reading as one single-object Avro record of `schemas/gateway.avsc`: the values
+/// `write_json` writes, the counters as doubles (exact below 2^53, as in JSON).
+pub fn write_avro(reading: &Reading, id: &str, encoding: GatewayEncoding, out: &mut Vec<u8>) {
+    use sleet_avro::Value;
+    let (tx, rx) = reading.encoded(encoding);
+    let values = [Value::String(id), Value::Long(reading.date_ms), Value::Double(tx), Value::Double(rx)];
+    avro_schema().encode_single_object(&values, out).expect("a reading has the gateway schema's four fields");
 }
 
 /// The fields a gateway record decodes to.
@@ -595,5 +613,33 @@ mod tests {
         assert!((800..=1_000).contains(&by_wall.len()), "{}", by_wall.len());
         let wait = by_wall.event_wait.expect("measured");
         assert_eq!(wait.events, by_wall.len() as u64);
+    }
+
+    /// The Avro records decode to the very rows their JSON twins decode to, under every
+    /// encoding, each with the decoder a job runs for its format.
+    #[test]
+    fn avro_records_decode_to_the_rows_of_their_json_twins() {
+        use sleet_exec::avro::AvroDecoder;
+        use sleet_exec::json::JsonDecoder;
+
+        let columns: Vec<String> = record_schema().fields.iter().map(|field| field.name.clone()).collect();
+        let avsc: serde_json::Value = serde_json::from_str(sleet_avro::GATEWAY_SCHEMA).expect("JSON");
+        for encoding in GatewayEncoding::ALL {
+            let mut twins = [GatewayFormat::Json, GatewayFormat::Avro].map(|format| {
+                let spec = GatewaySourceSpec { encoding, format, ..spec(40, 2, 0.2, 300_000) };
+                let generator = GatewayGenerator::new(&spec, 1);
+                let (mut out, mut keys) = (RawRecords::new(), Vec::new());
+                generator.generate_simulated(START_MS, START_MS + 3_600_000, &mut out, Some(&mut keys));
+                (out, keys)
+            });
+            let [(json, json_keys), (avro, avro_keys)] = &mut twins;
+            assert!(json.len() > 1_000, "{} records", json.len());
+            assert_eq!(json_keys, avro_keys);
+            assert_eq!(json.len(), avro.len());
+            let json_rows = JsonDecoder::new(&record_schema(), &columns, 1024).expect("decoder").decode(json);
+            let avro_rows = AvroDecoder::new(&avsc, &columns, 1024).expect("decoder").decode(avro);
+            assert!(json_rows.dead_letters.is_empty() && avro_rows.dead_letters.is_empty());
+            assert_eq!(json_rows.batch, avro_rows.batch, "{encoding:?}: the same rows");
+        }
     }
 }

@@ -8,8 +8,10 @@
 //! each gateway's readings complete and the truth (`gateway_check::ground_truth` over the
 //! printed spec and delivery range) what a job must compute under any encoding.
 //!
-//! A transport is a `RecordSender`, one per partition thread: Kafka now; an HTTP or WebSocket
-//! client of the ingest server plugs in beside it.
+//! A transport is a `RecordSender`, one per partition thread: Kafka's producer, or a client of
+//! the ingest server over HTTP or WebSocket (`ingest_client.rs`), which then writes to Kafka.
+//! `--format avro` writes each record as a single-object Avro datum of `schemas/gateway.avsc`
+//! on every transport.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -26,6 +28,7 @@ use sleet_plan::{GatewayEncoding, GatewayFormat, GatewaySourceSpec};
 use sleet_wire::clock::now_ms;
 
 use crate::gen_ysb::BATCH_BYTES_MAX;
+use crate::ingest_client::{ClientSettings, HttpSender, WsSender};
 
 /// Wall time covered by one send per partition when live.
 const LIVE_STEP_MS: i64 = 10;
@@ -36,6 +39,10 @@ const BACKLOG_RECORDS_PER_SEND: u64 = 5_000;
 #[serde(rename_all = "snake_case")]
 pub enum Transport {
     Kafka,
+    /// `POST /v1/records` of a `sleet ingest` server at `--address`.
+    Http,
+    /// `GET /v1/stream` of a `sleet ingest` server at `--address`.
+    Ws,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -58,12 +65,14 @@ impl From<EncodingArg> for GatewayEncoding {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatArg {
     Json,
+    Avro,
 }
 
 impl From<FormatArg> for GatewayFormat {
     fn from(format: FormatArg) -> Self {
         match format {
             FormatArg::Json => GatewayFormat::Json,
+            FormatArg::Avro => GatewayFormat::Avro,
         }
     }
 }
@@ -73,11 +82,27 @@ pub struct GenGatewayArgs {
     /// Where the records go.
     #[arg(long, value_enum, default_value_t = Transport::Kafka)]
     pub to: Transport,
-    /// Kafka brokers, `host:port[,host:port…]`.
+    /// Kafka brokers, `host:port[,host:port…]` (`--to kafka`).
     #[arg(long, default_value = "127.0.0.1:9092")]
     pub brokers: String,
+    /// The topic written (`--to kafka`); with `--to http|ws` the server's, for the record.
     #[arg(long, default_value = "gateway")]
     pub topic: String,
+    /// The ingest server, `host:port` (`--to http|ws`). Its bearer token, if it wants one,
+    /// comes from SLEET_INGEST_TOKEN.
+    #[arg(long, default_value = "127.0.0.1:8480")]
+    pub address: String,
+    /// Records per HTTP request or WebSocket message.
+    #[arg(long, default_value_t = 500)]
+    pub batch: usize,
+    /// Per partition: HTTP requests in flight (one connection each), or WebSocket messages
+    /// not yet acknowledged.
+    #[arg(long, default_value_t = 4)]
+    pub in_flight: usize,
+    /// Retries of one request or message the server refused with 503 (or whose connection
+    /// broke) before the run gives up, with backoff from 50 ms doubling to 2 s.
+    #[arg(long, default_value_t = 10)]
+    pub retries: u32,
     /// Partitions of the topic (created with this many if missing; an existing topic must
     /// have this many).
     #[arg(long, default_value_t = 2)]
@@ -135,7 +160,8 @@ pub struct Produced {
 }
 
 /// A transport for one generator partition's records. `send` returns once the transport has
-/// acknowledged every record, so a caller that counts them counts only what arrived.
+/// acknowledged every record, so a caller that counts them counts only what arrived (and the
+/// progress lines show records acknowledged).
 pub trait RecordSender: Send {
     /// `records[i]` keyed by `keys[i]`, all of generator partition `partition`, in delivery
     /// order; `timestamp_ms` is the transport's record time where it has one.
@@ -175,6 +201,35 @@ fn prepare(args: &GenGatewayArgs) -> Result<OpenSender> {
                 Ok(Box::new(KafkaSender { producer, batch: Producer::new_batch() }) as Box<dyn RecordSender>)
             }))
         }
+        Transport::Http | Transport::Ws => {
+            anyhow::ensure!(args.batch >= 1, "--batch must be at least 1");
+            anyhow::ensure!(args.in_flight >= 1, "--in-flight must be at least 1");
+            let settings = ClientSettings {
+                address: args.address.clone(),
+                avro: args.format == FormatArg::Avro,
+                batch: args.batch,
+                in_flight: args.in_flight,
+                retries: args.retries,
+                token: std::env::var("SLEET_INGEST_TOKEN").ok().filter(|token| !token.is_empty()),
+            };
+            let websocket = args.to == Transport::Ws;
+            Ok(Box::new(move || {
+                Ok(if websocket {
+                    Box::new(WsSender::new(settings.clone())?) as Box<dyn RecordSender>
+                } else {
+                    Box::new(HttpSender::new(settings.clone())?)
+                })
+            }))
+        }
+    }
+}
+
+/// Where the records go, as the progress lines and errors name it.
+fn destination(args: &GenGatewayArgs) -> String {
+    match args.to {
+        Transport::Kafka => format!("Kafka {}/{}", args.brokers, args.topic),
+        Transport::Http => format!("http://{}/v1/records", args.address),
+        Transport::Ws => format!("ws://{}/v1/stream", args.address),
     }
 }
 
@@ -263,15 +318,14 @@ pub fn run(args: &GenGatewayArgs) -> Result<Produced> {
     let profiles: Vec<Profile> = (0..spec.gateways).map(|gateway| profile(&spec, gateway)).collect();
     let expected = readings_before(&spec, &profiles, spec.stop_ms.expect("the run stops"));
     eprintln!(
-        "gen gateway: {expected} {} readings of {} gateways, simulated [{}, {}) ms at speedup {}, to {:?} {}/{} ({} partitions){}",
+        "gen gateway: {expected} {} {} readings of {} gateways, simulated [{}, {}) ms at speedup {}, to {} ({} partitions){}",
         spec.encoding.as_str(),
+        spec.format.as_str(),
         spec.gateways,
         spec.start_ms,
         delivered_end_ms,
         spec.speedup,
-        args.to,
-        args.brokers,
-        args.topic,
+        destination(args),
         args.partitions,
         if live { ", live" } else { ", as fast as the transport takes them" }
     );
@@ -298,7 +352,7 @@ pub fn run(args: &GenGatewayArgs) -> Result<Produced> {
     done.store(true, Ordering::SeqCst);
     let _ = progress.join();
     if let Some(error) = failure {
-        return Err(error.context(format!("sending to {:?} {}/{}", args.to, args.brokers, args.topic)));
+        return Err(error.context(format!("sending to {}", destination(args))));
     }
     let records = sent.load(Ordering::SeqCst);
     anyhow::ensure!(records == expected, "sent {records} readings, expected {expected}");

@@ -8,7 +8,8 @@
 //!  gen_ysb        the generator's events to a Kafka topic, the campaigns table to a CSV file
 //!  gateway_check  the gateway workload's exact per-(gateway, day) totals and daily top 10,
 //!                 and a job's top-k rows against them
-//!  gen_gateway    the gateway generator's records to a transport (Kafka), keyed by gateway
+//!  gen_gateway    the gateway generator's records to a transport (Kafka, or an ingest server
+//!                 over HTTP or WebSocket through ingest_client), keyed by gateway, JSON or Avro
 //!  ysb_check      a ysb run's ground truth, its result rows against it; window latencies
 //!  shuffle_check  the number stream's expected sums and (key, window) totals, and the sink's
 //!  scheduler_args the scheduler flags of every command that builds a job
@@ -26,6 +27,7 @@ pub mod gateway_check;
 pub mod gateway_job;
 pub mod gen_gateway;
 pub mod gen_ysb;
+pub mod ingest_client;
 pub mod scheduler_args;
 pub mod shuffle_check;
 mod threads;
