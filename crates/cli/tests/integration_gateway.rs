@@ -6,35 +6,12 @@ mod common;
 
 use std::time::Duration;
 
-use common::kafka::{brokers, fresh_topic};
+use common::kafka::{brokers, fresh_topic, read_partition};
 use common::{assert_success, run_with_limit, sleet};
 use sleet_connectors::gateway::GatewayGenerator;
 use sleet_exec::RawRecords;
-use sleet_kafka::fetch::{FetchSettings, PartitionReader};
-use sleet_kafka::offsets::OffsetQuery;
 use sleet_kafka::partitioner::murmur2_partition;
 use sleet_workloads::gen_gateway::Produced;
-
-/// Every record of `partition`, as `(key, value)`, in offset order.
-fn read_partition(topic: &str, partition: u32) -> Vec<(String, Vec<u8>)> {
-    let mut reader = PartitionReader::new(brokers(), topic, partition, FetchSettings::default());
-    let end = reader.offset(OffsetQuery::Latest).expect("end offset");
-    let mut position = reader.offset(OffsetQuery::Earliest).expect("earliest offset");
-    let mut records = Vec::new();
-    for _ in 0..10_000 {
-        if position >= end {
-            break;
-        }
-        position = reader
-            .fetch(position, end, &mut |record| {
-                let key = String::from_utf8(record.key.expect("a keyed record").to_vec()).expect("a utf-8 key");
-                records.push((key, record.value.expect("a value").to_vec()));
-            })
-            .expect("fetch");
-    }
-    assert_eq!(position, end, "partition {partition} read to its end");
-    records
-}
 
 #[test]
 fn gen_gateway_sends_the_generators_records_keyed_to_kafkas_partitions() {

@@ -7,6 +7,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,11 +40,15 @@ impl Server {
         let dir = test_dir(name);
         let schema = dir.join("schema.json");
         std::fs::write(&schema, SCHEMA).expect("writing the schema");
+        Server::start_with_schema(brokers, topic, &schema, extra, token)
+    }
+
+    fn start_with_schema(brokers: &str, topic: &str, schema: &Path, extra: &[&str], token: Option<&str>) -> Server {
         let mut command = sleet();
         command
             .args(["ingest", "--listen", "127.0.0.1:0", "--brokers", brokers, "--topic", topic, "--key", "gateway_id"])
             .arg("--schema")
-            .arg(&schema)
+            .arg(schema)
             .args(extra)
             .env_remove("SLEET_INGEST_TOKEN")
             .stdout(Stdio::piped())
@@ -76,11 +81,22 @@ struct Reply {
 /// One HTTP/1.1 request on a fresh connection: a raw client keeps the tests' dependency
 /// tree small and shows exactly what goes over the wire.
 fn http(address: &str, method: &str, path: &str, token: Option<&str>, body: &[u8]) -> std::io::Result<Reply> {
+    http_typed(address, method, path, token, "application/json", body)
+}
+
+fn http_typed(
+    address: &str,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    content_type: &str,
+    body: &[u8],
+) -> std::io::Result<Reply> {
     let mut stream = TcpStream::connect(address)?;
     stream.set_read_timeout(Some(Duration::from_secs(30)))?;
     let auth = token.map(|token| format!("Authorization: Bearer {token}\r\n")).unwrap_or_default();
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: {content_type}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes())?;
@@ -525,4 +541,225 @@ fn sigterm_finishes_what_is_in_flight_and_exits_cleanly() {
         assert!(status.success(), "sleet ingest exited with {status} after SIGTERM");
     });
     assert_eq!(close_code, Some(1001), "WebSocket clients are told the server is going away");
+}
+
+/// The gateway generator through the ingest server, over both transports in both formats,
+/// into Kafka: what the topic holds is what the generator's ground truth says
+/// (`gateway_check::ground_truth`, walked from the reading function, never from records), and
+/// the Avro runs hold the same rows as their JSON twins.
+mod gateway {
+    use std::collections::BTreeMap;
+
+    use common::kafka::read_partition;
+    use sleet_avro::{RecordSchema, Value};
+    use sleet_workloads::gateway_check::ground_truth;
+    use sleet_workloads::gen_gateway::Produced;
+
+    use super::*;
+
+    const GATEWAY_PARTITIONS: u32 = 2;
+    /// A fixed start, so that the four runs generate the same readings.
+    const START_MS: &str = "1700000000000";
+
+    /// A decoded reading: gateway, date, ipTx, ipRx (the doubles by their bits).
+    type Row = (String, i64, u64, u64);
+
+    fn avsc_path() -> std::path::PathBuf {
+        common::kafka::repo_root().join("schemas/gateway.avsc")
+    }
+
+    fn json_schema(dir: &Path) -> std::path::PathBuf {
+        let path = dir.join("gateway_schema.json");
+        let schema = serde_json::to_string(&sleet_connectors::gateway::record_schema()).expect("a schema");
+        std::fs::write(&path, schema).expect("writing the schema");
+        path
+    }
+
+    /// A record as its format says, read without the job's decoders.
+    fn row(avro: bool, value: &[u8]) -> Row {
+        if avro {
+            let schema = RecordSchema::parse(sleet_avro::GATEWAY_SCHEMA).expect("the gateway schema");
+            let mut fields = Vec::new();
+            schema.read_single_object(value, |_, field| fields.push(field)).expect("a gateway record");
+            match fields.as_slice() {
+                [Value::String(id), Value::Long(date), Value::Double(tx), Value::Double(rx)] => {
+                    (id.to_string(), *date, tx.to_bits(), rx.to_bits())
+                }
+                other => panic!("fields {other:?}"),
+            }
+        } else {
+            let record: serde_json::Value = serde_json::from_slice(value).expect("JSON");
+            let float = |name: &str| record[name].as_f64().expect(name).to_bits();
+            let id = record["gateway_id"].as_str().expect("gateway_id").to_string();
+            (id, record["date"].as_i64().expect("date"), float("ipTx"), float("ipRx"))
+        }
+    }
+
+    /// Runs the generator into a fresh server and topic; the run's figures and the topic's
+    /// rows, sorted.
+    fn run(transport: &str, format: &str) -> (Produced, Vec<Row>) {
+        let avro = format == "avro";
+        let dir = test_dir(&format!("ingest-gateway-{transport}-{format}"));
+        let schema = if avro { avsc_path() } else { json_schema(&dir) };
+        let topic = fresh_topic(&format!("ingest-gateway-{transport}-{format}"));
+        let partitions = GATEWAY_PARTITIONS.to_string();
+        let extra = ["--format", format, "--partitions", &partitions];
+        let server = Server::start_with_schema(brokers(), &topic, &schema, &extra, None);
+        let mut gen = sleet();
+        gen.args(["gen", "gateway", "--to", transport, "--address", &server.address, "--format", format]);
+        gen.args(["--partitions", &partitions, "--gateways", "40", "--count", "3000", "--encoding", "counter"]);
+        gen.args(["--late-fraction", "0.1", "--max-delay", "3m", "--seed", "5", "--start-ms", START_MS]);
+        gen.args(["--batch", "70", "--in-flight", "3"]);
+        let output = common::run_with_limit(gen, Duration::from_secs(120));
+        common::assert_success(&output, &format!("sleet gen gateway --to {transport} --format {format}"));
+        let produced: Produced = serde_json::from_slice(&output.stdout).expect("the run's JSON on stdout");
+        let mut rows = Vec::new();
+        for partition in 0..GATEWAY_PARTITIONS {
+            for (key, value) in read_partition(&topic, partition) {
+                let row = row(avro, &value);
+                assert_eq!(row.0, key, "{transport} {format}: a record keyed by its gateway");
+                let expected = sleet_kafka::partitioner::murmur2_partition(key.as_bytes(), GATEWAY_PARTITIONS);
+                assert_eq!(expected, partition, "{transport} {format}: key {key}");
+                rows.push(row);
+            }
+        }
+        rows.sort();
+        (produced, rows)
+    }
+
+    #[test]
+    fn gen_gateway_through_ingest_to_kafka_matches_the_ground_truth_in_both_formats() {
+        let mut runs = Vec::new();
+        for (transport, format) in [("http", "json"), ("http", "avro"), ("ws", "json"), ("ws", "avro")] {
+            let (produced, rows) = run(transport, format);
+            assert_eq!(produced.records, rows.len() as u64, "{transport} {format}: records in Kafka");
+            let mut readings = rows.iter().map(|row| (&row.0, row.1)).collect::<Vec<_>>();
+            readings.dedup();
+            assert_eq!(readings.len(), rows.len(), "{transport} {format}: no reading twice");
+            // Under the counter encoding each reading carries its bytes since the previous one,
+            // so the per-(day, gateway) sums are the ground truth's totals.
+            let mut totals: BTreeMap<(i64, String), (u64, u64)> = BTreeMap::new();
+            for (id, date, tx, rx) in &rows {
+                let day = totals.entry((sleet_connectors::gateway::day_of(*date), id.clone())).or_default();
+                day.0 += f64::from_bits(*tx) as u64;
+                day.1 += f64::from_bits(*rx) as u64;
+            }
+            let truth: BTreeMap<(i64, String), (u64, u64)> =
+                ground_truth(&produced.spec, produced.delivered_start_ms, produced.delivered_end_ms)
+                    .into_iter()
+                    .map(|(key, totals)| (key, (totals.tx, totals.rx)))
+                    .collect();
+            assert_eq!(totals, truth, "{transport} {format}: per-(day, gateway) totals");
+            assert_eq!(totals.keys().map(|(_, id)| id).collect::<BTreeSet<_>>().len(), 40, "every gateway");
+            runs.push(((transport, format), rows));
+        }
+        let (first, first_rows) = &runs[0];
+        for (run, rows) in &runs[1..] {
+            assert!(rows == first_rows, "{run:?} holds other rows than {first:?}");
+        }
+    }
+
+    /// Avro bodies the job would dead-letter are refused whole, naming the record and why;
+    /// broken framing, a wrong content type and an oversized body too; nothing is written.
+    #[test]
+    fn bad_avro_is_refused_naming_the_record_and_nothing_is_written() {
+        use sleet_avro::framed::push_framed;
+
+        let topic = new_topic("ingest-avro-bad");
+        let extra = ["--format", "avro", "--body-bytes-max", "4096", "--record-bytes-max", "200"];
+        let server = Server::start_with_schema(brokers(), &topic, &avsc_path(), &extra, None);
+        let schema = RecordSchema::parse(sleet_avro::GATEWAY_SCHEMA).expect("the gateway schema");
+        let encode = |id: &str| {
+            let mut out = Vec::new();
+            let values = [Value::String(id), Value::Long(1), Value::Double(2.0), Value::Double(3.0)];
+            schema.encode_single_object(&values, &mut out).expect("a gateway record");
+            out
+        };
+        let good = encode("gw-1");
+        let mut wrong_fingerprint = good.clone();
+        wrong_fingerprint[2] ^= 0xff;
+        let truncated = good[..good.len() - 3].to_vec();
+        let oversized = encode(&"x".repeat(300));
+        let body = |records: &[&[u8]]| {
+            let mut body = Vec::new();
+            for record in records {
+                push_framed(record, &mut body);
+            }
+            body
+        };
+        let avro_post = |body: &[u8]| {
+            http_typed(&server.address, "POST", "/v1/records", None, "application/vnd.sleet.avro-batch", body)
+                .expect("POST")
+        };
+        let reply = avro_post(&body(&[&good, b"{}", &wrong_fingerprint, &truncated, &oversized]));
+        assert_eq!(reply.status, 400, "{}", reply.body);
+        let answer: serde_json::Value = serde_json::from_str(&reply.body).expect("JSON");
+        let bad: Vec<(u64, String)> = answer["records"]
+            .as_array()
+            .expect("the bad records")
+            .iter()
+            .map(|record| (record["index"].as_u64().expect("index"), record["error"].as_str().expect("error").into()))
+            .collect();
+        let indices: Vec<u64> = bad.iter().map(|(index, _)| *index).collect();
+        assert_eq!(indices, vec![1, 2, 3, 4], "{bad:?}");
+        for ((_, error), reason) in bad.iter().zip(["marker", "does not match", "truncated", "over the limit"]) {
+            assert!(error.contains(reason), "{error} should say {reason}");
+        }
+        let framing = avro_post(&[body(&[&good]), vec![0, 0, 0, 9, 1]].concat());
+        assert_eq!(framing.status, 400, "{}", framing.body);
+        assert!(framing.body.contains("record 1"), "{}", framing.body);
+        let as_json = http(&server.address, "POST", "/v1/records", None, &body(&[&good])).expect("POST");
+        assert_eq!(as_json.status, 415, "{}", as_json.body);
+        let too_big = avro_post(&vec![0u8; 5000]);
+        assert_eq!(too_big.status, 413, "{}", too_big.body);
+        // A good request afterwards is written, and only it.
+        assert_eq!(avro_post(&body(&[&good, &good])).status, 200);
+        let written: Vec<_> = (0..PARTITIONS).flat_map(|partition| read_partition(&topic, partition)).collect();
+        assert_eq!(written.len(), 2, "only the good request is in Kafka");
+        assert!(written.iter().all(|(key, value)| key == "gw-1" && *value == good));
+    }
+
+    /// Over a WebSocket, an Avro server takes binary messages (an 8-byte id, then framed
+    /// records), acks them by id once Kafka has them, and nacks a bad one by id.
+    #[tokio::test]
+    async fn binary_messages_are_acknowledged_or_nacked_by_id() {
+        use futures_util::{SinkExt, StreamExt};
+        use sleet_avro::framed::push_framed;
+        use tokio_tungstenite::tungstenite::Message;
+
+        let topic = new_topic("ingest-avro-ws");
+        let server = Server::start_with_schema(brokers(), &topic, &avsc_path(), &["--format", "avro"], None);
+        let schema = RecordSchema::parse(sleet_avro::GATEWAY_SCHEMA).expect("the gateway schema");
+        let message = |id: u64, ids: &[&str]| {
+            let mut bytes = id.to_be_bytes().to_vec();
+            for gateway in ids {
+                let mut record = Vec::new();
+                let values = [Value::String(gateway), Value::Long(1), Value::Double(2.0), Value::Double(3.0)];
+                schema.encode_single_object(&values, &mut record).expect("a gateway record");
+                push_framed(&record, &mut bytes);
+            }
+            bytes
+        };
+        let url = format!("ws://{}/v1/stream", server.address);
+        let (mut socket, _) = tokio_tungstenite::connect_async(url).await.expect("connecting");
+        socket.send(Message::Binary(message(7, &["gw-1", "gw-2"]).into())).await.expect("send");
+        let mut truncated = message(8, &["gw-3"]);
+        truncated.truncate(truncated.len() - 2);
+        socket.send(Message::Binary(truncated.into())).await.expect("send");
+        socket.send(Message::Text(r#"{"id": 9, "records": [{}]}"#.into())).await.expect("send");
+        let (mut acks, mut nacks) = (Vec::new(), Vec::new());
+        while acks.len() + nacks.len() < 3 {
+            let answer = tokio::time::timeout(Duration::from_secs(30), socket.next()).await.expect("an answer in time");
+            let Some(Ok(Message::Text(text))) = answer else { panic!("{answer:?}") };
+            let answer: serde_json::Value = serde_json::from_str(text.as_str()).expect("JSON");
+            acks.extend(answer["ack"].as_array().into_iter().flatten().map(|id| id.as_u64()));
+            nacks.extend(answer["nack"].as_array().into_iter().flatten().cloned());
+        }
+        assert_eq!(acks, vec![Some(7)]);
+        assert_eq!(nacks[0]["id"], 8, "{nacks:?}");
+        assert!(nacks[0]["error"].as_str().expect("error").contains("record 0"), "{nacks:?}");
+        assert!(nacks[1]["error"].as_str().expect("error").contains("binary"), "{nacks:?}");
+        let written: usize = (0..PARTITIONS).map(|partition| read_partition(&topic, partition).len()).sum();
+        assert_eq!(written, 2);
+    }
 }
