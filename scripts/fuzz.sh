@@ -33,14 +33,14 @@ Inputs that fail are written to fuzz/artifacts/TARGET/; replay one with
                     or none
   -h, --help        this text
 
-Targets: json_decode avro_decode frame_decode block_codec_roundtrip kafka_record_batches
-         kafka_responses job_file
+Targets: json_decode avro_decode avro_batch frame_decode block_codec_roundtrip
+         kafka_record_batches kafka_responses job_file
 
 Run it under `nice -n 19` on a machine doing other work; CARGO_TARGET_DIR is honoured.
 EOF
 }
 
-all_targets=(json_decode avro_decode frame_decode block_codec_roundtrip kafka_record_batches kafka_responses job_file)
+all_targets=(json_decode avro_decode avro_batch frame_decode block_codec_roundtrip kafka_record_batches kafka_responses job_file)
 runs=""
 seconds=""
 smoke=false

@@ -7,8 +7,8 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -761,5 +761,49 @@ mod gateway {
         assert!(nacks[1]["error"].as_str().expect("error").contains("binary"), "{nacks:?}");
         let written: usize = (0..PARTITIONS).map(|partition| read_partition(&topic, partition).len()).sum();
         assert_eq!(written, 2);
+    }
+
+    /// A server at its in-flight bound refuses with 503; the generator backs off and retries
+    /// until every record is acknowledged, and Kafka holds each exactly once (admission
+    /// refuses before anything is written).
+    #[test]
+    fn gen_gateway_retries_503_until_acknowledged() {
+        let topic = fresh_topic("ingest-gateway-retry");
+        let extra = ["--format", "avro", "--partitions", "2", "--records-in-flight-max", "150"];
+        let server = Server::start_with_schema(brokers(), &topic, &avsc_path(), &extra, None);
+        let mut gen = sleet();
+        gen.args(["gen", "gateway", "--to", "http", "--address", &server.address, "--format", "avro"]);
+        gen.args(["--partitions", "2", "--gateways", "30", "--count", "4000", "--batch", "70", "--in-flight", "4"]);
+        gen.args(["--retries", "30"]);
+        let output = common::run_with_limit(gen, Duration::from_secs(120));
+        common::assert_success(&output, "sleet gen gateway --to http");
+        let produced: Produced = serde_json::from_slice(&output.stdout).expect("the run's JSON on stdout");
+        let stats = http(&server.address, "GET", "/v1/stats", None, b"").expect("GET /v1/stats");
+        let stats: serde_json::Value = serde_json::from_str(&stats.body).expect("JSON");
+        assert!(stats["requests_refused"].as_u64().expect("a count") > 0, "no request was refused: {stats}");
+        let mut rows: Vec<Row> = (0..2)
+            .flat_map(|partition| read_partition(&topic, partition))
+            .map(|(_, value)| row(true, &value))
+            .collect();
+        assert_eq!(rows.len() as u64, produced.records);
+        rows.sort();
+        rows.dedup();
+        assert_eq!(rows.len() as u64, produced.records, "no record twice");
+    }
+
+    /// With Kafka away, every attempt gets 503: the generator gives up after its retries,
+    /// saying so, instead of hanging or counting anything as sent.
+    #[test]
+    fn gen_gateway_gives_up_after_its_retries() {
+        let dir = test_dir("ingest-gateway-give-up");
+        let extra = ["--ack-timeout", "300ms"];
+        let server = Server::start_with_schema("127.0.0.1:1", "nowhere", &json_schema(&dir), &extra, None);
+        let mut gen = sleet();
+        gen.args(["gen", "gateway", "--to", "ws", "--address", &server.address, "--count", "200"]);
+        gen.args(["--retries", "2"]);
+        let output = common::run_with_limit(gen, Duration::from_secs(60));
+        assert!(!output.status.success(), "the run must fail");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("gave up after 2 retries"), "{stderr}");
     }
 }

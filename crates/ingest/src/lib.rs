@@ -1,11 +1,12 @@
-//! `sleet ingest`: an HTTP and WebSocket server in front of a Kafka topic. Each record is
-//! checked by the decoder the job runs (`sleet_exec::json::JsonDecoder`), written keyed by
+//! `sleet ingest`: an HTTP and WebSocket server in front of a Kafka topic. Each record, JSON
+//! or single-object Avro, is checked by the decoder the job runs
+//! (`sleet_exec::json::JsonDecoder`, `sleet_exec::avro::AvroDecoder`), written keyed by
 //! its key field to the partition Kafka's default partitioner picks, and acknowledged only
 //! once Kafka has acknowledged it.
 //!
 //! ```text
 //!  POST /v1/records ─┐                                    ┌─▶ 200 / ack  (Kafka has it)
-//!  GET  /v1/stream  ─┼─▶ split ─▶ JsonDecoder check ─▶ InFlight ─▶ writer thread ─▶ Kafka
+//!  GET  /v1/stream  ─┼─▶ split ─▶ decoder check ────▶ InFlight ─▶ writer thread ─▶ Kafka
 //!                    │     │ bad: 400 / nack            │ full: 503 / nack   (linger, one
 //!                    │     ▼                            ▼                     batch per
 //!                    └── nothing of the request is written                    partition)
