@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
+use sleet_cli::state_report::{self, StateFullNotices};
 use sleet_cli::{client, demo, explain, ingest, interrupt, worker_limits};
 use sleet_workloads::{duration_arg, gen_gateway, gen_ysb, ysb_input, ysb_job};
 
@@ -250,12 +251,16 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Submit { job_file, driver } => {
             let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
             let job = sleet_cli::job_file::read_job_file(&job_file, &text)?;
-            let summary = client::run_job(&driver, job, print_progress, interrupt::wait()).await?;
-            print_summary(&summary);
+            let mut notices = StateFullNotices::default();
+            let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
+            let summary = client::run_job(&driver, job, on_progress, interrupt::wait()).await?;
+            print_summary(&summary, &mut notices);
         }
         Command::Attach { job, driver } => {
-            let summary = client::attach_job(&driver, job, print_progress, interrupt::wait()).await?;
-            print_summary(&summary);
+            let mut notices = StateFullNotices::default();
+            let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
+            let summary = client::attach_job(&driver, job, on_progress, interrupt::wait()).await?;
+            print_summary(&summary, &mut notices);
         }
         Command::Job {
             workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, dead_letter_dir, input },
@@ -305,18 +310,31 @@ fn arm_failpoints() -> Result<()> {
     Ok(())
 }
 
-fn print_progress(progress: &sleet_wire::JobProgress) {
+fn print_progress(progress: &sleet_wire::JobProgress, notices: &mut StateFullNotices) {
     eprintln!(
-        "batches {} | {:.0} events/s | dead letters {} | lag {} ms",
-        progress.batches_done, progress.events_per_s, progress.dead_letters, progress.lag_ms
-    )
+        "batches {} | {:.0} events/s | dead letters {} | lag {} ms{}",
+        progress.batches_done,
+        progress.events_per_s,
+        progress.dead_letters,
+        progress.lag_ms,
+        state_report::state_status(progress.state.as_ref())
+    );
+    for notice in notices.new_notices(progress) {
+        eprintln!("{notice}");
+    }
 }
 
-fn print_summary(summary: &sleet_wire::JobSummary) {
+fn print_summary(summary: &sleet_wire::JobSummary, notices: &mut StateFullNotices) {
     println!(
         "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
         summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
     );
+    if let Some(line) = state_report::summary_line(summary) {
+        println!("  {line}");
+    }
+    for notice in notices.new_notices_in_summary(summary) {
+        println!("  {notice}");
+    }
     for restart in &summary.restarts {
         println!("  {}", client::describe_restart(restart));
     }

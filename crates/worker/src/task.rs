@@ -24,8 +24,8 @@ use sleet_monotask::{EventWait, MonotaskKind, MonotaskRecord, Resource};
 use sleet_plan::{SourceRange, StageInput, StageOutput};
 use sleet_wire::clock::now_us;
 use sleet_wire::{
-    BlockId, BlockLocation, BlockMeta, PartitionSnapshot, TaskDescriptor, TaskInput, TaskOutcome, TaskReport,
-    TaskStats, WorkerId,
+    BlockId, BlockLocation, BlockMeta, PartitionSnapshot, StateFigures, TaskDescriptor, TaskInput, TaskOutcome,
+    TaskReport, TaskStats, WorkerId,
 };
 use tokio::sync::Semaphore;
 
@@ -397,6 +397,16 @@ fn task_stats(output: &StageRunOutput, sink_rows: u64) -> TaskStats {
         dead_letters: output.dead_letters.len() as u64,
         unmatched_lookup_rows: output.unmatched_lookup_rows,
         late_rows_dropped: output.late_rows_dropped,
+        state: StateFigures {
+            late_rows_folded: output.late_rows_folded,
+            duplicate_rows_dropped: output.duplicate_rows_dropped,
+            invalid_rows_dropped: output.invalid_rows_dropped,
+            refused_rows: output.refused_rows,
+            expired_keys: output.expired_keys,
+            state_keys: output.state_keys,
+            state_bytes: output.state_bytes,
+        },
+        state_full: output.state_full.clone(),
         sink_rows,
         blocks: output
             .blocks
