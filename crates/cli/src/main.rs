@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
 use sleet_cli::state_report::{self, StateFullNotices};
 use sleet_cli::{client, demo, explain, ingest, interrupt, worker_limits};
-use sleet_workloads::{duration_arg, gen_gateway, gen_ysb, ysb_input, ysb_job};
+use sleet_workloads::{duration_arg, gateway_job_file, gen_gateway, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
 /// a fifth of a small task's time consolidating such cross-thread frees, mimalloc a fraction.
@@ -152,6 +152,10 @@ enum JobWorkload {
         #[command(flatten)]
         input: ysb_input::InputFlags,
     },
+    /// The home-gateway job: each gateway's traffic from its readings (cumulative, counter or
+    /// rate), every (day, gateway)'s total and each day's top gateways, on the built-in
+    /// generator or a Kafka topic, in JSON or Avro.
+    Gateway(gateway_job_file::GatewayJobArgs),
 }
 
 #[derive(Subcommand)]
@@ -278,6 +282,10 @@ async fn run(command: Command) -> Result<ExitCode> {
                 ..ysb.options(partitions, duration, sink)
             };
             let job = ysb_job::ysb_job(&options)?;
+            println!("{}", job.to_json());
+        }
+        Command::Job { workload: JobWorkload::Gateway(args) } => {
+            let job = gateway_job_file::gateway_job_file(&args, sleet_wire::clock::now_ms())?;
             println!("{}", job.to_json());
         }
         Command::Explain(args) => explain::run(&args)?,

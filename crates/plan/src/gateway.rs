@@ -31,20 +31,23 @@ impl GatewayEncoding {
     }
 }
 
-/// How a reading is written as bytes. Only JSON so far; a binary format is one more variant
-/// and one more arm where the generator writes a record.
+/// How a reading is written as bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GatewayFormat {
     /// One object per record: `{"gateway_id": …, "date": …, "ipTx": …, "ipRx": …}`.
     #[default]
     Json,
+    /// Avro's single-object encoding with the schema `schemas/gateway.avsc` (the same four
+    /// fields, `date` a long, `ipTx` and `ipRx` doubles), read by `decode_avro`.
+    Avro,
 }
 
 impl GatewayFormat {
     pub fn as_str(self) -> &'static str {
         match self {
             GatewayFormat::Json => "json",
+            GatewayFormat::Avro => "avro",
         }
     }
 }
