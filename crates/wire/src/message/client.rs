@@ -27,11 +27,22 @@ pub enum ClientRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DriverToClient {
-    Accepted { job: JobId, workers: u32, start_ms: i64 },
-    Rejected { reason: String },
-    Progress(JobProgress),
+    Accepted {
+        job: JobId,
+        workers: u32,
+        start_ms: i64,
+    },
+    Rejected {
+        reason: String,
+    },
+    /// Boxed as the summary is: a stateful job's figures make it several times the size of
+    /// the other replies.
+    Progress(Box<JobProgress>),
     Finished(Box<JobSummary>),
-    Failed { job: JobId, reason: String },
+    Failed {
+        job: JobId,
+        reason: String,
+    },
 }
 
 /// Sent about once a second while a job runs.
