@@ -13,16 +13,21 @@ use crate::interrupt::Interrupted;
 /// once batches complete: what the benchmarks show while they run.
 pub async fn run_job_with_status(driver_address: &str, job: JobFile) -> Result<JobSummary> {
     let started = std::time::Instant::now();
+    let mut notices = crate::state_report::StateFullNotices::default();
     let on_progress = |progress: &JobProgress| {
         if progress.batches_done > 0 {
             eprintln!("{}", status_line(started.elapsed(), progress));
+        }
+        for notice in notices.new_notices(progress) {
+            eprintln!("  {notice}");
         }
     };
     run_job(driver_address, job, on_progress, crate::interrupt::wait()).await
 }
 
-/// `" | group 8, overhead 6.1% | bottleneck cpu"` for status lines: the group under group
-/// scheduling (nothing under bsp), and what limits the job now, once the driver knows.
+/// `" | group 8, overhead 6.1% | bottleneck cpu | state 1 200 keys 96.0 kB"` for status lines:
+/// the group under group scheduling (nothing under bsp), what limits the job now, once the
+/// driver knows, and the size of a stateful job's state.
 pub fn status_tail(progress: &JobProgress) -> String {
     let group = match (progress.group_size, progress.overhead) {
         (Some(size), Some(overhead)) => format!(" | group {size}, overhead {:.1}%", overhead * 100.0),
@@ -30,7 +35,7 @@ pub fn status_tail(progress: &JobProgress) -> String {
         _ => String::new(),
     };
     let bottleneck = progress.bottleneck.as_ref().map_or(String::new(), |name| format!(" | bottleneck {name}"));
-    group + &bottleneck
+    group + &bottleneck + &crate::state_report::state_status(progress.state.as_ref())
 }
 
 /// A running job's status line, printed on each progress report: the last second's rate, the

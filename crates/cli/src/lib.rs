@@ -31,4 +31,5 @@ pub mod interrupt;
 pub mod job_file;
 pub mod memory;
 pub mod run_dir;
+pub mod state_report;
 pub mod worker_limits;

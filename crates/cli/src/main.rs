@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
+use sleet_cli::state_report::{self, StateFullNotices};
 use sleet_cli::{client, demo, explain, ingest, interrupt, worker_limits};
-use sleet_workloads::{duration_arg, gen_gateway, gen_ysb, ysb_input, ysb_job};
+use sleet_workloads::{duration_arg, gateway_job_file, gen_gateway, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
 /// a fifth of a small task's time consolidating such cross-thread frees, mimalloc a fraction.
@@ -151,6 +152,10 @@ enum JobWorkload {
         #[command(flatten)]
         input: ysb_input::InputFlags,
     },
+    /// The home-gateway job: each gateway's traffic from its readings (cumulative, counter or
+    /// rate), every (day, gateway)'s total and each day's top gateways, on the built-in
+    /// generator or a Kafka topic, in JSON or Avro.
+    Gateway(gateway_job_file::GatewayJobArgs),
 }
 
 #[derive(Subcommand)]
@@ -250,12 +255,16 @@ async fn run(command: Command) -> Result<ExitCode> {
         Command::Submit { job_file, driver } => {
             let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
             let job = sleet_cli::job_file::read_job_file(&job_file, &text)?;
-            let summary = client::run_job(&driver, job, print_progress, interrupt::wait()).await?;
-            print_summary(&summary);
+            let mut notices = StateFullNotices::default();
+            let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
+            let summary = client::run_job(&driver, job, on_progress, interrupt::wait()).await?;
+            print_summary(&summary, &mut notices);
         }
         Command::Attach { job, driver } => {
-            let summary = client::attach_job(&driver, job, print_progress, interrupt::wait()).await?;
-            print_summary(&summary);
+            let mut notices = StateFullNotices::default();
+            let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
+            let summary = client::attach_job(&driver, job, on_progress, interrupt::wait()).await?;
+            print_summary(&summary, &mut notices);
         }
         Command::Job {
             workload: JobWorkload::Ysb { ysb, partitions, duration, sink_dir, sink_topic, dead_letter_dir, input },
@@ -273,6 +282,10 @@ async fn run(command: Command) -> Result<ExitCode> {
                 ..ysb.options(partitions, duration, sink)
             };
             let job = ysb_job::ysb_job(&options)?;
+            println!("{}", job.to_json());
+        }
+        Command::Job { workload: JobWorkload::Gateway(args) } => {
+            let job = gateway_job_file::gateway_job_file(&args, sleet_wire::clock::now_ms())?;
             println!("{}", job.to_json());
         }
         Command::Explain(args) => explain::run(&args)?,
@@ -305,18 +318,31 @@ fn arm_failpoints() -> Result<()> {
     Ok(())
 }
 
-fn print_progress(progress: &sleet_wire::JobProgress) {
+fn print_progress(progress: &sleet_wire::JobProgress, notices: &mut StateFullNotices) {
     eprintln!(
-        "batches {} | {:.0} events/s | dead letters {} | lag {} ms",
-        progress.batches_done, progress.events_per_s, progress.dead_letters, progress.lag_ms
-    )
+        "batches {} | {:.0} events/s | dead letters {} | lag {} ms{}",
+        progress.batches_done,
+        progress.events_per_s,
+        progress.dead_letters,
+        progress.lag_ms,
+        state_report::state_status(progress.state.as_ref())
+    );
+    for notice in notices.new_notices(progress) {
+        eprintln!("{notice}");
+    }
 }
 
-fn print_summary(summary: &sleet_wire::JobSummary) {
+fn print_summary(summary: &sleet_wire::JobSummary, notices: &mut StateFullNotices) {
     println!(
         "job {} finished: {} batches, {} events in, {} dead letters, {} result rows",
         summary.job, summary.batches_total, summary.events_in, summary.dead_letters, summary.sink_rows
     );
+    if let Some(line) = state_report::summary_line(summary) {
+        println!("  {line}");
+    }
+    for notice in notices.new_notices_in_summary(summary) {
+        println!("  {notice}");
+    }
     for restart in &summary.restarts {
         println!("  {}", client::describe_restart(restart));
     }

@@ -3,7 +3,8 @@
 //! and the ranking per day in the reduce stage. Each day's final ranking and every gateway's
 //! daily total are compared with `sleet_workloads::gateway_check`, which sums the generator's
 //! own traffic and never the encoded values the job decodes. One run loses a worker to
-//! SIGKILL mid-run and must come out the same.
+//! SIGKILL mid-run and must come out the same. The job file `sleet job gateway` prints runs
+//! as it is, in JSON and in Avro.
 
 mod common;
 
@@ -50,6 +51,7 @@ fn job_file(dir: &Path, spec: &GatewaySourceSpec) -> std::path::PathBuf {
             GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
             GatewayEncoding::Rate => ReadingEncoding::Rate,
         },
+        format: spec.format,
         allowed_lateness_ms: spec.max_delay_ms,
         ttl_ms: 2 * DAY_MS,
         top: GATEWAYS,
@@ -97,7 +99,11 @@ fn final_rankings(dir: &Path) -> BTreeMap<i64, BTreeMap<u32, TopRow>> {
 /// Runs the job on a driver and `workers` workers; with `kill_at_ms`, the last worker is
 /// SIGKILLed at that instant. Returns the job's summary.
 fn run(dir: &Path, spec: &GatewaySourceSpec, workers: u32, kill_at_ms: Option<i64>) -> String {
-    let job = job_file(dir, spec);
+    run_file(dir, &job_file(dir, spec), workers, kill_at_ms)
+}
+
+/// Runs the job file at `job` as `run` does.
+fn run_file(dir: &Path, job: &Path, workers: u32, kill_at_ms: Option<i64>) -> String {
     let log = std::fs::File::create(dir.join("driver.log")).expect("driver log");
     let checkpoints = dir.join("checkpoints").display().to_string();
     let expected_workers = workers.to_string();
@@ -107,7 +113,7 @@ fn run(dir: &Path, spec: &GatewaySourceSpec, workers: u32, kill_at_ms: Option<i6
     for index in 1..=workers {
         processes.0.push(worker(dir, &address, index));
     }
-    let submit = submit_file(&job, &address);
+    let submit = submit_file(job, &address);
     if let Some(at_ms) = kill_at_ms {
         sleep_until(at_ms);
         signal(processes.0.last().expect("a worker"), libc::SIGKILL);
@@ -172,4 +178,41 @@ fn a_killed_worker_leaves_the_gateway_rankings_and_totals_exact() {
     let summary = run(&dir, &spec, 3, Some(spec.start_ms + 2_000));
     assert!(summary.contains("recovered from losing worker"), "the summary tells of the recovery: {summary}");
     assert_matches_the_truth(&dir, &spec);
+}
+
+/// `sleet job gateway`'s file, saved in `dir` (with the schema it names beside it) and
+/// submitted as printed: its results equal the generator's truth, for one encoding per format.
+#[test]
+fn the_printed_gateway_job_file_runs_as_is_in_json_and_avro() {
+    for (encoding, format) in [("counter", "json"), ("cumulative", "avro")] {
+        let dir = test_dir(&format!("gateway_job_printed_{format}"));
+        std::fs::write(dir.join("gateway.avsc"), sleet_avro::GATEWAY_SCHEMA).expect("schema beside the job file");
+        let start = start_ms().to_string();
+        let results = dir.join("results").display().to_string();
+        let gateways = GATEWAYS.to_string();
+        let speedup = SPEEDUP.to_string();
+        let printed = common::run_with_limit(
+            {
+                let mut command = common::sleet();
+                command.args(["job", "gateway", "--encoding", encoding, "--format", format, "--source", "builtin"]);
+                command.args(["--schema", "gateway.avsc", "--gateways", &gateways, "--partitions", "2"]);
+                command.args(["--speedup", &speedup, "--late-fraction", "0.05", "--max-delay", "2m"]);
+                command.args(["--duration", "5s", "--start-ms", &start, "--batch-interval", "100ms"]);
+                command.args(["--checkpoint-interval", "500ms", "--top", &gateways, "--sink-dir", &results]);
+                command
+            },
+            Duration::from_secs(10),
+        );
+        common::assert_success(&printed, "sleet job gateway");
+        let text = String::from_utf8(printed.stdout).expect("UTF-8");
+        let path = dir.join("job.json");
+        std::fs::write(&path, &text).expect("job file");
+        let job = JobFile::from_json_unchecked(&text).expect("the printed file is a job file");
+        let Operator::Source { spec: SourceSpec::Gateway(spec) } = &job.plan.nodes[0].operator else {
+            panic!("the built-in gateway source: {:?}", job.plan.nodes[0])
+        };
+        assert_eq!((spec.encoding.as_str(), spec.format.as_str()), (encoding, format));
+        run_file(&dir, &path, 2, None);
+        assert_matches_the_truth(&dir, spec);
+    }
 }

@@ -120,6 +120,7 @@ fn job_file(dir: &Path, start_ms: i64) -> std::path::PathBuf {
     });
     let job = GatewayJob {
         encoding: ReadingEncoding::Cumulative,
+        format: GatewayFormat::Json,
         allowed_lateness_ms: 2 * MINUTE_MS,
         ttl_ms: 2 * DAY_MS,
         top: TOP as u32,

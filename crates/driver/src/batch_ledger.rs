@@ -10,7 +10,7 @@ use rustc_hash::FxHashMap;
 
 use sleet_plan::StageId;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::{BatchRecord, PartitionSnapshot, TaskId, TaskReport, TaskStats, WorkerId};
+use sleet_wire::{BatchRecord, PartitionSnapshot, StateFigures, TaskId, TaskReport, TaskStats, WorkerId};
 
 /// What a report did to the ledger.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,10 @@ pub struct CompletedBatch {
     pub record: BatchRecord,
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
+    /// Its tasks' state figures summed: counts, and the size over stages and partitions.
+    pub state: StateFigures,
+    /// The first keyed operator one of its tasks found at its `max_keys`.
+    pub state_full: Option<String>,
     pub sink_rows: u64,
     pub window_latencies_ms: Vec<i64>,
     /// The state snapshots its tasks wrote, when it ends a checkpoint.
@@ -129,6 +133,10 @@ impl BatchLedger {
         completed.record.dead_letters += stats.dead_letters;
         completed.late_rows_dropped += stats.late_rows_dropped;
         completed.unmatched_lookup_rows += stats.unmatched_lookup_rows;
+        completed.state.add_task(&stats.state);
+        if completed.state_full.is_none() {
+            completed.state_full.clone_from(&stats.state_full);
+        }
         completed.sink_rows += stats.sink_rows;
         completed.window_latencies_ms.extend_from_slice(&stats.window_latencies_ms);
         completed.snapshots.extend(stats.snapshot.clone());

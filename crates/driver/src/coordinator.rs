@@ -421,7 +421,10 @@ impl Coordinator {
         let store = (job.settings.checkpoint_interval_ms > 0).then(|| DirectoryStore::new(&self.config.checkpoint_dir));
         let outputs = output_dirs(stages, job.settings.dead_letter_dir.as_deref());
         let mut session = JobSession {
-            stats: JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
+            stats: match stateful_partitions {
+                0 => JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler),
+                _ => JobStats::new(job.job, job.clock.start_ms, job.settings.scheduler).keeps_state(),
+            },
             recovery: RecoveryState::default(),
             checkpoints: Checkpoints::new(job.job, job.settings.checkpoint_interval_ms, stateful_partitions, store),
             commits: OutputCommits::new(job.job, outputs.clone()),

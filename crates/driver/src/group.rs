@@ -167,7 +167,7 @@ pub async fn run(
         }
         if Instant::now() >= next_progress {
             next_progress = Instant::now() + PROGRESS_EVERY;
-            let _ = replies.try_send(DriverToClient::Progress(scheduler.progress()));
+            let _ = replies.try_send(DriverToClient::Progress(Box::new(scheduler.progress())));
         }
     }
     // Ended early for joined workers: the coordinator moves partitions to them and goes on.

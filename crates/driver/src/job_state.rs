@@ -28,7 +28,7 @@ use sleet_durable::file::{read_json_file, replace_file, Durability};
 use sleet_durable::manifest::{CommitManifest, CommittedSegment};
 use sleet_plan::JobFile;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::{JobId, RebalanceRecord, RecoveryRecord, RestartRecord};
+use sleet_wire::{JobId, RebalanceRecord, RecoveryRecord, RestartRecord, StateFigures};
 
 use crate::checkpoints::CheckpointRecord;
 use crate::error::DriverError;
@@ -73,6 +73,11 @@ pub struct SavedFigures {
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
+    /// Absent from the figures of a driver before state figures were kept.
+    #[serde(default)]
+    pub state: Option<StateFigures>,
+    #[serde(default)]
+    pub state_full: Vec<String>,
     pub sink_rows: u64,
     pub launch_messages: u64,
     /// Every batch below this one is counted in the figures above…

@@ -11,7 +11,7 @@ use sleet_clarity::{percentile, ClusterShape, MonotaskTotals};
 use sleet_plan::SchedulerKind;
 use sleet_wire::{
     BatchRecord, GroupRecord, JobId, JobProgress, JobSummary, RebalanceRecord, RecoveryRecord, RestartRecord,
-    TaskReport, TaskStats,
+    StateFigures, TaskReport, TaskStats,
 };
 
 use crate::batch_ledger::CompletedBatch;
@@ -42,6 +42,9 @@ const LIVE_MODEL_SPAN_US: i64 = 10_000_000;
 /// driver's one thread, and the model's cost grows with the tasks it reads (about 1 ms for
 /// 500 batches of 4 tasks).
 const LIVE_MODEL_BATCHES_MAX: usize = 500;
+/// Operators named as full (at their `max_keys`) kept for progress and the summary: a plan
+/// has a few keyed operators, so only a damaged report could name more.
+const STATE_FULL_NAMES_MAX: usize = 16;
 
 #[derive(Debug, Default)]
 pub struct JobStats {
@@ -56,6 +59,13 @@ pub struct JobStats {
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
+    /// A stateful job's counts so far and its size after its newest batch (`None`: the job
+    /// keeps no state, and progress says nothing of it).
+    state: Option<StateFigures>,
+    /// The batch whose size `state` holds: batches may complete out of order.
+    state_size_batch: Option<u64>,
+    /// Keyed operators found at their `max_keys`, in the order they first were.
+    state_full: Vec<String>,
     pub sink_rows: u64,
     window_latencies_ms: VecDeque<i64>,
     /// (closed at, latency) for the recent-latency figures.
@@ -121,6 +131,12 @@ impl JobStats {
         JobStats { job, start_ms, scheduler: scheduler.to_string(), ..JobStats::default() }
     }
 
+    /// The job has stateful operators: its progress and summary carry their figures.
+    pub fn keeps_state(mut self) -> Self {
+        self.state.get_or_insert_with(StateFigures::default);
+        self
+    }
+
     /// A task's work: every monotask counts, a re-run's too, since it was really done. Its
     /// sample is kept only while its batch has not completed yet: a batch's samples are those
     /// of its first completion, as its figures are.
@@ -146,6 +162,8 @@ impl JobStats {
             dead_letters: self.dead_letters,
             late_rows_dropped: self.late_rows_dropped,
             unmatched_lookup_rows: self.unmatched_lookup_rows,
+            state: self.state,
+            state_full: self.state_full.clone(),
             sink_rows: self.sink_rows,
             launch_messages: self.launch_messages,
             counted_below: self.counted.below,
@@ -170,6 +188,11 @@ impl JobStats {
             self.dead_letters = saved.dead_letters;
             self.late_rows_dropped = saved.late_rows_dropped;
             self.unmatched_lookup_rows = saved.unmatched_lookup_rows;
+            // The size is the next batch's; the counts go on from the saved ones.
+            if let (Some(state), Some(saved)) = (&mut self.state, saved.state) {
+                state.add_counts(&saved);
+            }
+            self.state_full = saved.state_full;
             self.sink_rows = saved.sink_rows;
             self.launch_messages = saved.launch_messages;
             self.counted = CountedBatches::below(saved.counted_below);
@@ -249,6 +272,7 @@ impl JobStats {
         self.dead_letters += completed.record.dead_letters;
         self.late_rows_dropped += completed.late_rows_dropped;
         self.unmatched_lookup_rows += completed.unmatched_lookup_rows;
+        self.add_state(completed.record.batch, &completed.state, completed.state_full);
         self.sink_rows += completed.sink_rows;
         for latency in completed.window_latencies_ms {
             self.recent_latencies.push_back((now_ms, latency));
@@ -269,6 +293,22 @@ impl JobStats {
             self.kept_source_ranges -= dropped.source_ranges.len();
         }
         self.batches_total += 1;
+    }
+
+    /// A completed batch's state figures: its counts add up, its size is the job's if no
+    /// newer batch completed before it.
+    fn add_state(&mut self, batch: u64, figures: &StateFigures, full: Option<String>) {
+        let Some(state) = &mut self.state else { return };
+        state.add_counts(figures);
+        if self.state_size_batch.is_none_or(|newest| batch > newest) {
+            self.state_size_batch = Some(batch);
+            (state.state_keys, state.state_bytes) = (figures.state_keys, figures.state_bytes);
+        }
+        if let Some(name) = full {
+            if !self.state_full.contains(&name) && self.state_full.len() < STATE_FULL_NAMES_MAX {
+                self.state_full.push(name);
+            }
+        }
     }
 
     pub fn progress(&self, now_ms: i64) -> JobProgress {
@@ -293,6 +333,9 @@ impl JobStats {
             overhead: None,
             source_waiting: self.source_waiting.clone(),
             bottleneck: self.live_bottleneck(),
+            late_rows_dropped: self.late_rows_dropped,
+            state: self.state,
+            state_full: self.state_full.clone(),
         }
     }
 
@@ -318,6 +361,8 @@ impl JobStats {
             dead_letters: self.dead_letters,
             late_rows_dropped: self.late_rows_dropped,
             unmatched_lookup_rows: self.unmatched_lookup_rows,
+            state: self.state,
+            state_full: self.state_full,
             sink_rows: self.sink_rows,
             window_latencies_ms: self.window_latencies_ms.into(),
             monotask_summary: self.monotasks.summary(),
@@ -435,6 +480,54 @@ mod tests {
         let summary = without.summary(10);
         assert_eq!((summary.batches_total, summary.batches_before_restart), (0, 4));
         assert!(!summary.restarts[0].figures_restored);
+    }
+
+    fn with_state(batch: u64, counts: u64, keys: u64, full: Option<&str>) -> CompletedBatch {
+        let state = StateFigures {
+            late_rows_folded: counts,
+            duplicate_rows_dropped: 2 * counts,
+            invalid_rows_dropped: 3 * counts,
+            refused_rows: 4 * counts,
+            expired_keys: 5 * counts,
+            state_keys: keys,
+            state_bytes: 100 * keys,
+        };
+        CompletedBatch { state, state_full: full.map(String::from), ..completed(batch, 1, vec![]) }
+    }
+
+    #[test]
+    fn state_counts_add_up_over_batches_and_the_size_is_the_newest_batchs() {
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Group).keeps_state();
+        stats.push_batch(with_state(0, 1, 10, None), None, 0);
+        // Out of order: batch 2 before batch 1, whose older size must not replace it.
+        stats.push_batch(with_state(2, 1, 30, Some("increments by k (max_keys 30)")), None, 0);
+        stats.push_batch(with_state(1, 1, 20, Some("increments by k (max_keys 30)")), None, 0);
+        // A re-run of batch 2 counts nothing.
+        stats.push_batch(with_state(2, 1, 99, Some("top_k by d, k (max_keys 5)")), None, 0);
+        let expected = StateFigures {
+            late_rows_folded: 3,
+            duplicate_rows_dropped: 6,
+            invalid_rows_dropped: 9,
+            refused_rows: 12,
+            expired_keys: 15,
+            state_keys: 30,
+            state_bytes: 3_000,
+        };
+        let progress = stats.progress(0);
+        assert_eq!(progress.state, Some(expected));
+        assert_eq!(progress.state_full, vec!["increments by k (max_keys 30)".to_string()], "named once");
+        // A restarted driver goes on counting from the saved figures.
+        let mut second = JobStats::new(1, 0, SchedulerKind::Group).keeps_state();
+        second.resumed(Some(stats.figures()), RestartRecord { resume_batch: 3, ..RestartRecord::default() });
+        second.push_batch(with_state(3, 1, 7, None), None, 0);
+        let summary = second.summary(0);
+        let state = summary.state.expect("a stateful job's summary has its state");
+        assert_eq!((state.refused_rows, state.state_keys), (16, 7));
+        assert_eq!(summary.state_full.len(), 1);
+        // A stateless job says nothing of state.
+        let mut stateless = JobStats::new(1, 0, SchedulerKind::Group);
+        stateless.push_batch(with_state(0, 1, 10, None), None, 0);
+        assert_eq!(stateless.progress(0).state, None);
     }
 
     /// Batch `batch`'s one map task on partition 0: `run_us` of cpu from the batch's close.

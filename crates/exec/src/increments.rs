@@ -406,6 +406,7 @@ impl IncrementsExec {
         let at = position * columns;
         series.values.splice(at..at, values.iter().copied());
         self.readings += 1;
+        counts.late_rows_folded += 1;
     }
 
     /// Forgets the keys whose newest reading is more than `ttl_ms` behind the largest event
@@ -644,7 +645,7 @@ mod tests {
         let (rows, counts) = run(&mut exec, int_rows(&[(Some("a"), Some(20), Some(150))]));
         // 20 adds 50 against 10; 30 now adds 10 instead of 60.
         assert_eq!(rows, vec![(some("a"), 20, 50.0), (some("a"), 30, -50.0)]);
-        assert_eq!(counts, StateCounts::default());
+        assert_eq!(counts, StateCounts { late_rows_folded: 1, ..StateCounts::default() });
     }
 
     #[test]
@@ -737,10 +738,16 @@ mod tests {
     type Reading = (String, i64, i64);
     type Sums = BTreeMap<(String, i64), f64>;
 
-    fn reference_accepts(batches: &[Vec<Reading>], late: LatePolicy, lateness_ms: i64) -> (Vec<Reading>, u64, u64) {
+    /// The readings a reference keeps, and how many it dropped as late, dropped as duplicates
+    /// and folded in late.
+    fn reference_accepts(
+        batches: &[Vec<Reading>],
+        late: LatePolicy,
+        lateness_ms: i64,
+    ) -> (Vec<Reading>, u64, u64, u64) {
         let mut accepted: BTreeMap<String, BTreeSet<i64>> = BTreeMap::new();
         let mut kept = Vec::new();
-        let (mut late_count, mut duplicates) = (0, 0);
+        let (mut late_count, mut duplicates, mut folded) = (0, 0, 0);
         for batch in batches {
             let mut sorted = batch.clone();
             sorted.sort_by_key(|reading| reading.1);
@@ -755,12 +762,13 @@ mod tests {
                 } else if times.contains(&reading.1) {
                     duplicates += 1;
                 } else {
+                    folded += u64::from(newest.is_some_and(|newest| reading.1 < newest));
                     times.insert(reading.1);
                     kept.push(reading);
                 }
             }
         }
-        (kept, late_count, duplicates)
+        (kept, late_count, duplicates, folded)
     }
 
     fn reference_sums(readings: &[Reading], encoding: ReadingEncoding) -> Sums {
@@ -817,6 +825,7 @@ mod tests {
             let output = exec.process(&blocks).expect("process");
             counts.late_rows_dropped += output.counts.late_rows_dropped;
             counts.duplicate_rows_dropped += output.counts.duplicate_rows_dropped;
+            counts.late_rows_folded += output.counts.late_rows_folded;
             for (key, time, value) in emitted(&output.rows) {
                 *sums.entry((key.expect("no null keys here"), time.div_euclid(DAY_MS))).or_default() += value;
             }
@@ -864,7 +873,8 @@ mod tests {
             split in 1usize..10,
         ) {
             let late = if fold { LatePolicy::Fold } else { LatePolicy::Drop };
-            let (accepted, expected_late, expected_duplicates) = reference_accepts(&batches, late, lateness_ms);
+            let (accepted, expected_late, expected_duplicates, expected_folded) =
+                reference_accepts(&batches, late, lateness_ms);
             let expected = reference_sums(&accepted, encoding);
             let mut exec = IncrementsExec::new(spec(encoding, late, lateness_ms));
             let (found, counts) = engine_sums(&mut exec, &batches, encoding, split);
@@ -872,6 +882,7 @@ mod tests {
             prop_assert!(close(&found, &expected, tolerance), "found {:?}\nexpected {:?}", found, expected);
             prop_assert_eq!(counts.late_rows_dropped, expected_late);
             prop_assert_eq!(counts.duplicate_rows_dropped, expected_duplicates);
+            prop_assert_eq!(counts.late_rows_folded, expected_folded);
         }
 
         #[test]

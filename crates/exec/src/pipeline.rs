@@ -45,6 +45,8 @@ pub struct StageRunOutput {
     pub rows_out: u64,
     pub unmatched_lookup_rows: u64,
     pub late_rows_dropped: u64,
+    /// Readings older than their key's newest, folded in within the allowed lateness.
+    pub late_rows_folded: u64,
     /// Readings whose key and time the state held already (increments).
     pub duplicate_rows_dropped: u64,
     /// Rows a stateful operator could not use: no event time, or no value to fold.
@@ -53,8 +55,12 @@ pub struct StageRunOutput {
     pub refused_rows: u64,
     /// Keys (or top-k groups) forgotten as their TTL passed.
     pub expired_keys: u64,
-    /// The size of the stage's keyed state after the batch (increments, keyed aggregate,
-    /// top-k; window state is not counted), summed over its operators.
+    /// The first stateful operator that refused rows of new keys in this batch, named for
+    /// the user (`state_bound_name`): its state is at its `max_keys`.
+    pub state_full: Option<String>,
+    /// The size of the stage's state after the batch, summed over its operators: keys
+    /// (increments, keyed aggregate, top-k) and open (window, key) groups, with an estimate
+    /// of their bytes.
     pub state_keys: u64,
     pub state_bytes: u64,
     pub closed_windows: Vec<ClosedWindow>,
@@ -87,6 +93,8 @@ enum OperatorExec {
 
 pub struct StagePipeline {
     operators: Vec<OperatorExec>,
+    /// Per operator, its name when it keeps keys under a `max_keys`.
+    bound_names: Vec<Option<String>>,
     output: StageOutput,
 }
 
@@ -126,7 +134,8 @@ impl StagePipeline {
             });
         }
         debug_assert!(matches!(stage.input, StageInput::Source(_) | StageInput::Shuffle { .. }));
-        Ok(StagePipeline { operators, output: stage.output.clone() })
+        let bound_names = stage.ops.iter().map(state_bound_name).collect();
+        Ok(StagePipeline { operators, bound_names, output: stage.output.clone() })
     }
 
     /// Runs batch `batch` through the stage; window state remembers which batch last changed
@@ -189,7 +198,8 @@ impl StagePipeline {
             ..StageRunOutput::default()
         };
         let mut batches = rows.batches;
-        for operator in self.operators.iter_mut().skip(usize::from(rows.decoded)) {
+        let skipped = usize::from(rows.decoded);
+        for (operator, bound_name) in self.operators.iter_mut().zip(&self.bound_names).skip(skipped) {
             if batches.is_empty() {
                 // No input at all (e.g. a reduce partition no key hashed to): nothing can change.
                 break;
@@ -204,17 +214,17 @@ impl StagePipeline {
                 }
                 OperatorExec::Increments(increments) => {
                     let output = increments.process(&batches)?;
-                    out.add_state_counts(output.counts);
+                    out.add_state_counts(output.counts, bound_name);
                     vec![output.rows]
                 }
                 OperatorExec::KeyedAggregate(aggregate) => {
                     let output = aggregate.process(&batches)?;
-                    out.add_state_counts(output.counts);
+                    out.add_state_counts(output.counts, bound_name);
                     vec![output.updates]
                 }
                 OperatorExec::TopK(top_k) => {
                     let output = top_k.process(&batches)?;
-                    out.add_state_counts(output.counts);
+                    out.add_state_counts(output.counts, bound_name);
                     vec![output.rankings]
                 }
                 other => {
@@ -301,11 +311,12 @@ impl StagePipeline {
         Ok(())
     }
 
-    /// The size of the stage's keyed state, summed over its operators (window state aside).
+    /// The size of the stage's state, summed over its operators.
     pub fn state_size(&self) -> StateSize {
         let mut total = StateSize::default();
         for operator in &self.operators {
             let size = match operator {
+                OperatorExec::Window(window) => window.size(),
                 OperatorExec::Increments(increments) => increments.size(),
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.size(),
                 OperatorExec::TopK(top_k) => top_k.size(),
@@ -330,9 +341,27 @@ impl OperatorExec {
     }
 }
 
+/// How the user's plan names a keyed operator under a `max_keys`: its kind, its key columns
+/// and the bound, e.g. `increments by gateway_id (max_keys 10000)`.
+fn state_bound_name(op: &PhysicalOp) -> Option<String> {
+    let (kind, keys, max_keys) = match op {
+        PhysicalOp::Increments(spec) => ("increments", spec.keys.join(", "), spec.max_keys),
+        PhysicalOp::KeyedAggregate(spec) => ("keyed_aggregate", spec.keys.join(", "), spec.max_keys),
+        PhysicalOp::TopK(spec) => {
+            ("top_k", spec.group.iter().chain(&spec.keys).cloned().collect::<Vec<_>>().join(", "), spec.max_keys)
+        }
+        _ => return None,
+    };
+    Some(format!("{kind} by {keys} (max_keys {max_keys})"))
+}
+
 impl StageRunOutput {
-    fn add_state_counts(&mut self, counts: StateCounts) {
+    fn add_state_counts(&mut self, counts: StateCounts, bound_name: &Option<String>) {
+        if counts.refused_rows > 0 && self.state_full.is_none() {
+            self.state_full.clone_from(bound_name);
+        }
         self.late_rows_dropped += counts.late_rows_dropped;
+        self.late_rows_folded += counts.late_rows_folded;
         self.duplicate_rows_dropped += counts.duplicate_rows_dropped;
         self.invalid_rows_dropped += counts.invalid_rows_dropped;
         self.refused_rows += counts.refused_rows;

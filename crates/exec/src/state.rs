@@ -18,6 +18,10 @@ use crate::error::ExecError;
 pub struct StateCounts {
     /// Behind what the state still holds (a key's lateness horizon, a TTL).
     pub late_rows_dropped: u64,
+    /// Older than the key's newest but within its lateness, and folded in where it belongs
+    /// (increments with `late: fold`): used, and counted apart so a user sees how much of
+    /// the input arrived out of order.
+    pub late_rows_folded: u64,
     /// A reading whose key and time the state holds already.
     pub duplicate_rows_dropped: u64,
     /// Without an event time or a value to fold.

@@ -21,6 +21,7 @@ use sleet_plan::{AggFunc, Aggregate, WindowSpec};
 use crate::cell::{column, decode_key, read_cell, write_cell, Cell, ColumnBuilder, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
+use crate::state::{StateSize, ENTRY_OVERHEAD_BYTES};
 
 /// How an aggregate folds one input value: over raw rows, or merging partial results.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -176,6 +177,7 @@ fn fold_batch(
     update_batch: u64,
     generation: u64,
     touched: &mut Vec<(i64, Box<[u8]>)>,
+    key_bytes: &mut u64,
 ) -> Result<(u64, Option<i64>), ExecError> {
     let key_columns: Vec<ArrayRef> = layout.keys.iter().map(|key| column(batch, key)).collect::<Result<_, _>>()?;
     let key_columns = KeyColumns::new(&key_columns);
@@ -213,12 +215,15 @@ fn fold_batch(
         let groups = windows.entry(start).or_default();
         let group = match groups.get_mut(key.as_slice()) {
             Some(group) => group,
-            None => groups.entry(key.clone().into_boxed_slice()).or_insert_with(|| Group {
-                accumulators: initial.clone(),
-                last_update_batch: update_batch,
-                max_event_time: event_time,
-                touched_in: 0,
-            }),
+            None => {
+                *key_bytes += key.len() as u64;
+                groups.entry(key.clone().into_boxed_slice()).or_insert_with(|| Group {
+                    accumulators: initial.clone(),
+                    last_update_batch: update_batch,
+                    max_event_time: event_time,
+                    touched_in: 0,
+                })
+            }
         };
         for (index, how) in folds.iter().enumerate() {
             let value = match &inputs[index] {
@@ -283,7 +288,8 @@ impl PartialWindowAggregateExec {
     pub fn execute(&mut self, batch: &RecordBatch) -> Result<RecordBatch, ExecError> {
         let mut windows = Windows::new();
         let mut touched = Vec::new();
-        fold_batch(&self.layout, &self.folds, batch, &mut windows, None, 0, 1, &mut touched)?;
+        let mut key_bytes = 0;
+        fold_batch(&self.layout, &self.folds, batch, &mut windows, None, 0, 1, &mut touched, &mut key_bytes)?;
         let layout = &self.layout;
         let schema = Arc::clone(self.schema.get_or_insert_with(|| layout.output_schema(&batch.schema(), true)));
         let rows: Vec<(i64, &[u8], &Group)> =
@@ -320,6 +326,9 @@ pub struct WindowAggregateExec {
     max_event_time: Option<i64>,
     schema: Option<SchemaRef>,
     generation: u64,
+    /// The bytes of the keys of every open (window, key) group, kept as groups open and
+    /// close so that the state's size costs no walk over the groups each batch.
+    key_bytes: u64,
 }
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"SLWS";
@@ -337,6 +346,7 @@ impl WindowAggregateExec {
             max_event_time: None,
             schema: None,
             generation: 0,
+            key_bytes: 0,
         }
     }
 
@@ -346,6 +356,18 @@ impl WindowAggregateExec {
 
     pub fn open_windows(&self) -> usize {
         self.windows.len()
+    }
+
+    /// The open (window, key) groups, and an estimate of their bytes in memory: the keys,
+    /// each group's entry and aggregates, and a hash table per open window. The text a
+    /// `min` or `max` of a string column keeps is not counted.
+    pub fn size(&self) -> StateSize {
+        let groups: u64 = self.windows.values().map(|groups| groups.len() as u64).sum();
+        let per_group = ENTRY_OVERHEAD_BYTES
+            + std::mem::size_of::<Group>() as u64
+            + (self.folds.len() * std::mem::size_of::<Cell>()) as u64;
+        let per_window = ENTRY_OVERHEAD_BYTES + std::mem::size_of::<FxHashMap<Box<[u8]>, Group>>() as u64;
+        StateSize { keys: groups, bytes: self.key_bytes + groups * per_group + self.windows.len() as u64 * per_window }
     }
 
     /// Folds `inputs`, the rows of batch `update_batch`, into the state.
@@ -370,6 +392,7 @@ impl WindowAggregateExec {
                 update_batch,
                 self.generation,
                 &mut touched,
+                &mut self.key_bytes,
             )?;
             late_rows_dropped += late;
             if let Some(seen) = max_event_time {
@@ -393,6 +416,7 @@ impl WindowAggregateExec {
                 break;
             }
             let groups = entry.remove();
+            self.key_bytes -= groups.keys().map(|key| key.len() as u64).sum::<u64>();
             let last_update_batch = groups.values().map(|group| group.last_update_batch).max().unwrap_or(0);
             closed.push(ClosedWindow { window_start_ms: start, window_end_ms: start + size, last_update_batch });
         }
@@ -467,6 +491,7 @@ impl WindowAggregateExec {
         if !reader.bytes.is_empty() {
             return Err(ExecError::CorruptSnapshot(format!("{} trailing bytes", reader.bytes.len())));
         }
+        self.key_bytes = windows.values().flat_map(|groups| groups.keys()).map(|key| key.len() as u64).sum();
         self.windows = windows;
         self.max_event_time = max_event_time;
         Ok(())
@@ -669,5 +694,29 @@ mod tests {
         garbage[5] = 7;
         let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
         assert!(matches!(fresh.restore(&garbage), Err(ExecError::CorruptSnapshot(_))));
+    }
+
+    #[test]
+    fn the_size_counts_open_groups_and_forgets_closed_windows() {
+        let new = || WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let mut exec = new();
+        assert_eq!(exec.size(), StateSize::default());
+        exec.process(&[rows(&[("a", 10, Some(1)), ("bb", 20, Some(2)), ("a", 30, Some(3)), ("ccc", 50, None)])], 0)
+            .expect("first");
+        let first = exec.size();
+        assert_eq!(first.keys, 3, "window 0 holds a, bb and ccc");
+        // The size kept as groups open equals the one recounted from a snapshot.
+        let mut restored = new();
+        restored.restore(&exec.snapshot()).expect("restore");
+        assert_eq!(restored.size(), first);
+        // At 120 the watermark closes window 0: what is left is what the rows of window 100
+        // alone make.
+        let late = [("a", 110, Some(4)), ("dd", 120, Some(5))];
+        exec.process(&[rows(&late)], 1).expect("second");
+        let mut alone = new();
+        alone.process(&[rows(&late)], 0).expect("alone");
+        assert_eq!(exec.size().keys, 2);
+        assert_eq!(exec.size(), alone.size());
+        assert!(first.bytes > alone.size().bytes, "three groups with longer keys hold more");
     }
 }

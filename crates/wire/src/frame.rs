@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use crate::error::WireError;
 
 /// Bumped on any incompatible change to frames or messages.
-pub const PROTOCOL_VERSION: u16 = 6;
+pub const PROTOCOL_VERSION: u16 = 7;
 /// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
 const MAGIC: [u8; 4] = *b"SLET";

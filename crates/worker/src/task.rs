@@ -24,8 +24,8 @@ use sleet_monotask::{EventWait, MonotaskKind, MonotaskRecord, Resource};
 use sleet_plan::{SourceRange, StageInput, StageOutput};
 use sleet_wire::clock::now_us;
 use sleet_wire::{
-    BlockId, BlockLocation, BlockMeta, PartitionSnapshot, TaskDescriptor, TaskInput, TaskOutcome, TaskReport,
-    TaskStats, WorkerId,
+    BlockId, BlockLocation, BlockMeta, PartitionSnapshot, StateFigures, TaskDescriptor, TaskInput, TaskOutcome,
+    TaskReport, TaskStats, WorkerId,
 };
 use tokio::sync::Semaphore;
 
@@ -397,6 +397,16 @@ fn task_stats(output: &StageRunOutput, sink_rows: u64) -> TaskStats {
         dead_letters: output.dead_letters.len() as u64,
         unmatched_lookup_rows: output.unmatched_lookup_rows,
         late_rows_dropped: output.late_rows_dropped,
+        state: StateFigures {
+            late_rows_folded: output.late_rows_folded,
+            duplicate_rows_dropped: output.duplicate_rows_dropped,
+            invalid_rows_dropped: output.invalid_rows_dropped,
+            refused_rows: output.refused_rows,
+            expired_keys: output.expired_keys,
+            state_keys: output.state_keys,
+            state_bytes: output.state_bytes,
+        },
+        state_full: output.state_full.clone(),
         sink_rows,
         blocks: output
             .blocks
@@ -628,9 +638,11 @@ mod tests {
         let few = report_bytes(10);
         let many = report_bytes(1_000_000);
         for batch in 0..2 {
-            // Counters are varints: 10 and 1 000 000 differ by two bytes each.
+            // Counters are varints: 10 and 1 000 000 differ by two bytes each, and the few
+            // that follow the keys (rows in and out, a block's rows and bytes, the state's keys
+            // and bytes) by at most four.
             assert!(
-                many[batch] <= few[batch] + 8,
+                many[batch] <= few[batch] + 16,
                 "batch {batch}: {} bytes with 10⁶ keys, {} with 10",
                 many[batch],
                 few[batch]

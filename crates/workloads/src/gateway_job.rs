@@ -3,8 +3,8 @@
 //! ranking of gateways by it. One builder for every test and tool that runs the job.
 
 use sleet_plan::{
-    col, lit, Aggregate, IncrementsSpec, KeyedAggregateSpec, LatePolicy, Plan, PlanBuilder, PlanError, ReadingEncoding,
-    SinkSpec, SourceSpec, TopKSpec,
+    col, lit, Aggregate, GatewayFormat, IncrementsSpec, KeyedAggregateSpec, LatePolicy, Plan, PlanBuilder, PlanError,
+    ReadingEncoding, SinkSpec, SourceSpec, TopKSpec,
 };
 
 pub const DAY_MS: i64 = 86_400_000;
@@ -13,6 +13,8 @@ pub const DAY_MS: i64 = 86_400_000;
 #[derive(Debug, Clone, Copy)]
 pub struct GatewayJob {
     pub encoding: ReadingEncoding,
+    /// How the source's records are written: decoded by `decode_json` or `decode_avro`.
+    pub format: GatewayFormat,
     /// How far behind its gateway's newest reading a reading may arrive and still count.
     pub allowed_lateness_ms: i64,
     /// Event time after which a silent gateway, and a day no reading touches, is forgotten.
@@ -25,10 +27,16 @@ pub struct GatewayJob {
 }
 
 /// The plan over `source`, whose records are `sleet_connectors::gateway::record_schema()`
-/// JSON; its output rows are `(day, rank, gateway_id, total)`.
+/// JSON or single-object Avro of `schemas/gateway.avsc` (held inline); its output rows are
+/// `(day, rank, gateway_id, total)`.
 pub fn gateway_plan(source: SourceSpec, job: &GatewayJob, sink: SinkSpec) -> Result<Plan, PlanError> {
-    PlanBuilder::source("gateway", source)
-        .decode_json(sleet_connectors::gateway::record_schema())
+    let builder = PlanBuilder::source("gateway", source);
+    let decoded = match job.format {
+        GatewayFormat::Json => builder.decode_json(sleet_connectors::gateway::record_schema()),
+        GatewayFormat::Avro => builder
+            .decode_avro(serde_json::from_str(sleet_avro::GATEWAY_SCHEMA).expect("the shipped gateway schema is JSON")),
+    };
+    decoded
         .increments(IncrementsSpec {
             keys: vec!["gateway_id".into()],
             time_column: "date".into(),

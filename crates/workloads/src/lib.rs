@@ -8,6 +8,8 @@
 //!  gen_ysb        the generator's events to a Kafka topic, the campaigns table to a CSV file
 //!  gateway_check  the gateway workload's exact per-(gateway, day) totals and daily top 10,
 //!                 and a job's top-k rows against them
+//!  gateway_job    the home-gateway plan (increments → keyed aggregate → top-k), JSON or Avro
+//!  gateway_job_file  `sleet job gateway`'s flags → its job file, built-in source or Kafka
 //!  gen_gateway    the gateway generator's records to a transport (Kafka, or an ingest server
 //!                 over HTTP or WebSocket through ingest_client), keyed by gateway, JSON or Avro
 //!  ysb_check      a ysb run's ground truth, its result rows against it; window latencies
@@ -25,6 +27,7 @@ mod backlog;
 pub mod duration_arg;
 pub mod gateway_check;
 pub mod gateway_job;
+pub mod gateway_job_file;
 pub mod gen_gateway;
 pub mod gen_ysb;
 pub mod ingest_client;

@@ -27,11 +27,22 @@ pub enum ClientRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DriverToClient {
-    Accepted { job: JobId, workers: u32, start_ms: i64 },
-    Rejected { reason: String },
-    Progress(JobProgress),
+    Accepted {
+        job: JobId,
+        workers: u32,
+        start_ms: i64,
+    },
+    Rejected {
+        reason: String,
+    },
+    /// Boxed as the summary is: a stateful job's figures make it several times the size of
+    /// the other replies.
+    Progress(Box<JobProgress>),
     Finished(Box<JobSummary>),
-    Failed { job: JobId, reason: String },
+    Failed {
+        job: JobId,
+        reason: String,
+    },
 }
 
 /// Sent about once a second while a job runs.
@@ -60,6 +71,17 @@ pub struct JobProgress {
     /// `coordination` or `source`; `None` until a batch's samples are in.
     #[serde(default)]
     pub bottleneck: Option<String>,
+    /// Rows behind a window's watermark or a keyed operator's lateness horizon, so far.
+    #[serde(default)]
+    pub late_rows_dropped: u64,
+    /// For a job with stateful operators: their counts so far and their size after the
+    /// newest batch; `None` for a stateless job.
+    #[serde(default)]
+    pub state: Option<super::StateFigures>,
+    /// Every keyed operator that has refused rows of new keys at its `max_keys`, named as
+    /// the plan has it, in the order they first did.
+    #[serde(default)]
+    pub state_full: Vec<String>,
 }
 
 /// One batch as the driver saw it; times in ms since the epoch. Both schedulers take every
@@ -126,6 +148,11 @@ pub struct JobSummary {
     pub dead_letters: u64,
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
+    /// As in `JobProgress`: a stateful job's counts and its size after its newest batch.
+    #[serde(default)]
+    pub state: Option<super::StateFigures>,
+    #[serde(default)]
+    pub state_full: Vec<String>,
     pub sink_rows: u64,
     pub window_latencies_ms: Vec<i64>,
     /// Busy and queued time per monotask kind and resource, over the whole job.

@@ -55,8 +55,15 @@ pub struct TaskStats {
     pub dead_letters: u64,
     pub rows_out: u64,
     pub blocks: Vec<BlockMeta>,
+    /// Behind a window's watermark or a keyed operator's lateness horizon or TTL.
     pub late_rows_dropped: u64,
     pub unmatched_lookup_rows: u64,
+    /// What the stage's stateful operators did and hold after the batch (zero for a
+    /// stateless stage).
+    pub state: StateFigures,
+    /// A keyed operator that refused rows of new keys in this batch, as the plan names it:
+    /// its state is at its `max_keys`.
+    pub state_full: Option<String>,
     /// For each window this task closed: when the sink output of the last batch that
     /// updated any of its keys on this partition became visible, minus the window's end.
     pub window_latencies_ms: Vec<i64>,
@@ -76,4 +83,44 @@ pub struct TaskStats {
     /// batch to close (the first part of their end-to-end latency).
     #[serde(default)]
     pub event_wait: Option<sleet_monotask::EventWait>,
+}
+
+/// What the operators that keep state across batches did and hold: rows they used out of
+/// order or could not use, keys they let go, and their size. A task's figures cover its
+/// batch on its partition; a batch's are its tasks' summed (its size, too: over stages and
+/// partitions); a job's sum its batches' counts and hold its newest batch's size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateFigures {
+    /// Older than their key's newest reading but within its allowed lateness, and folded in
+    /// where they belong (increments with `late: fold`).
+    pub late_rows_folded: u64,
+    /// Readings whose key and event time the state already held.
+    pub duplicate_rows_dropped: u64,
+    /// Rows without an event time, or without a value to fold.
+    pub invalid_rows_dropped: u64,
+    /// Rows of new keys refused while an operator held its `max_keys` keys.
+    pub refused_rows: u64,
+    /// Keys (or top-k groups) forgotten because their TTL passed.
+    pub expired_keys: u64,
+    /// Keys held (and open window groups), and an estimate of their bytes in memory.
+    pub state_keys: u64,
+    pub state_bytes: u64,
+}
+
+impl StateFigures {
+    /// Another task of the same batch: everything adds up.
+    pub fn add_task(&mut self, task: &StateFigures) {
+        self.add_counts(task);
+        self.state_keys += task.state_keys;
+        self.state_bytes += task.state_bytes;
+    }
+
+    /// Only the counts of `other`, the size left as it is.
+    pub fn add_counts(&mut self, other: &StateFigures) {
+        self.late_rows_folded += other.late_rows_folded;
+        self.duplicate_rows_dropped += other.duplicate_rows_dropped;
+        self.invalid_rows_dropped += other.invalid_rows_dropped;
+        self.refused_rows += other.refused_rows;
+        self.expired_keys += other.expired_keys;
+    }
 }
