@@ -17,6 +17,7 @@
 mod batch_figures;
 mod bench_bottleneck;
 mod bench_chaos;
+mod bench_gateway;
 mod bench_recovery;
 mod bench_sched;
 mod bench_whatif;
@@ -27,6 +28,7 @@ mod max_rate;
 mod output;
 mod plot;
 mod proc_cpu;
+mod producer_process;
 mod rate_search;
 mod sink_watch;
 mod task_calibration;
@@ -82,6 +84,9 @@ enum BenchWorkload {
     /// records and the changed run, taken back to back, for eight scenarios; medians of the
     /// repeats, predicted against measured batch time.
     Whatif(bench_whatif::BenchWhatifArgs),
+    /// The home-gateway pipeline (generator → Kafka → keyed state and a daily top 10): one
+    /// run or one of the field study's sweeps, checked against the generator's ground truth.
+    Gateway(bench_gateway::BenchGatewayArgs),
 }
 
 fn main() -> ExitCode {
@@ -116,6 +121,9 @@ async fn run(workload: BenchWorkload) -> Result<ExitCode> {
         ),
         BenchWorkload::Bottleneck(args) => (bench_bottleneck::run(args).await?, None),
         BenchWorkload::Whatif(args) => (bench_whatif::run(args).await?, None),
+        BenchWorkload::Gateway(args) => {
+            (bench_gateway::run(args).await?, Some("some day's top 10 does not match the ground truth"))
+        }
     };
     Ok(match (passed, mismatch) {
         (true, _) => ExitCode::SUCCESS,

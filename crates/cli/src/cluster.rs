@@ -231,6 +231,11 @@ impl LocalCluster {
         self.ingest.as_ref().map(Child::id)
     }
 
+    /// Whether the ingest server's process still runs (reaping it if it has exited).
+    pub fn ingest_running(&mut self) -> bool {
+        matches!(self.ingest.as_mut().map(Child::try_wait), Some(Ok(None)))
+    }
+
     /// Stops the ingest server as Ctrl-C would (SIGTERM: it finishes what is in flight),
     /// killing it if it has not exited within its shutdown timeout plus `EXIT_GRACE`; returns
     /// its exit status, or `None` if none runs.

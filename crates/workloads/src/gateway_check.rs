@@ -123,6 +123,63 @@ pub fn latest_rows(rows: &[TopRow]) -> BTreeMap<i64, BTreeMap<u32, TopRow>> {
     latest
 }
 
+/// Each day's ranking as a job left it in the committed JSON-lines files of `dir`: the rows of
+/// the last batch that ranked the day (a batch re-ranks only the days its readings touch, so a
+/// day's final ranking can be older than the run's last batch). An error names the bad line.
+pub fn read_final_rankings(dir: &std::path::Path) -> Result<BTreeMap<i64, BTreeMap<u32, TopRow>>> {
+    let lines = sleet_durable::committed::read_json_lines(dir, "part-", "sink")?;
+    let mut latest: BTreeMap<i64, (u64, BTreeMap<u32, TopRow>)> = BTreeMap::new();
+    for line in lines {
+        let place = || format!("{} line {}", line.path.display(), line.line);
+        let batch = line.value["batch"].as_u64().with_context(|| format!("{}: no batch number", place()))?;
+        let row: TopRow =
+            serde_json::from_value(line.value.clone()).with_context(|| format!("{}: not a ranking row", place()))?;
+        let entry = latest.entry(row.day).or_insert((batch, BTreeMap::new()));
+        if batch > entry.0 {
+            *entry = (batch, BTreeMap::new());
+        }
+        if batch == entry.0 {
+            entry.1.insert(row.rank, row);
+        }
+    }
+    Ok(latest.into_iter().map(|(day, (_, ranks))| (day, ranks)).collect())
+}
+
+/// A run's rankings judged against the truth of what was delivered.
+#[derive(Debug, Clone, Serialize)]
+pub struct RankingVerdict {
+    /// Days whose every reading was delivered, and so whose ranking is final.
+    pub final_days: Vec<i64>,
+    pub mismatches: Vec<String>,
+}
+
+impl RankingVerdict {
+    pub fn exact(&self) -> bool {
+        self.mismatches.is_empty() && !self.final_days.is_empty()
+    }
+}
+
+/// The top `k` of every final day in `rankings` (`read_final_rankings`) against the truth of
+/// the readings delivered in `[start_ms, end_ms)`.
+pub fn check_rankings(
+    spec: &GatewaySourceSpec,
+    (start_ms, end_ms): (i64, i64),
+    rankings: &BTreeMap<i64, BTreeMap<u32, TopRow>>,
+    k: usize,
+) -> RankingVerdict {
+    let truth = ground_truth(spec, start_ms, end_ms);
+    let is_final = |day: i64| day_is_final(spec, start_ms, end_ms, day);
+    let top: BTreeMap<i64, BTreeMap<u32, TopRow>> = rankings
+        .iter()
+        .map(|(day, ranks)| (*day, ranks.range(1..=k as u32).map(|(rank, row)| (*rank, row.clone())).collect()))
+        .collect();
+    let days: std::collections::BTreeSet<i64> = truth.keys().map(|(day, _)| *day).chain(top.keys().copied()).collect();
+    RankingVerdict {
+        final_days: days.into_iter().filter(|day| is_final(*day)).collect(),
+        mismatches: check_top(&top, &truth, k, tolerance(spec.encoding), &is_final),
+    }
+}
+
 fn within(got: f64, expected: u64, tolerance: f64) -> bool {
     (got - expected as f64).abs() <= tolerance * expected as f64
 }

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use anyhow::{ensure, Context, Result};
 use sleet_plan::{
-    AvroSchemaSource, GatewayEncoding, GatewayFormat, GatewaySourceSpec, JobFile, JobSettings, KafkaSourceSpec,
-    KafkaStart, Operator, ReadingEncoding, SinkSpec, SourceSpec,
+    AvroSchemaSource, GatewayEncoding, GatewaySourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart, Operator,
+    ReadingEncoding, SinkSpec, SourceSpec,
 };
 
 use crate::duration_arg;
 use crate::gateway_job::{gateway_plan, GatewayJob, DAY_MS};
-use crate::gen_gateway::EncodingArg;
+use crate::gen_gateway::{EncodingArg, FormatArg};
 
 /// Where the job reads the gateways' records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -28,8 +28,8 @@ pub struct GatewayJobArgs {
     #[arg(long, value_enum, default_value_t = EncodingArg::Cumulative)]
     pub encoding: EncodingArg,
     /// `json` or `avro` (single-object records of --schema).
-    #[arg(long, value_parser = parse_format, default_value = "json")]
-    pub format: GatewayFormat,
+    #[arg(long, value_enum, default_value_t = FormatArg::Json)]
+    pub format: FormatArg,
     #[arg(long, value_enum, default_value_t = GatewayInput::Builtin)]
     pub source: GatewayInput,
     /// Kafka topic (with --source kafka).
@@ -91,13 +91,6 @@ pub struct GatewayJobArgs {
     pub dead_letter_dir: Option<String>,
 }
 
-fn parse_format(text: &str) -> Result<GatewayFormat, String> {
-    [GatewayFormat::Json, GatewayFormat::Avro]
-        .into_iter()
-        .find(|format| format.as_str() == text)
-        .ok_or_else(|| format!("`{text}`: expected json or avro"))
-}
-
 /// The job file `args` describe; `now_ms` places the default start.
 pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
     ensure!(args.partitions >= 1, "--partitions must be at least 1");
@@ -115,7 +108,7 @@ pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
             gateways: args.gateways,
             partitions: args.partitions,
             encoding,
-            format: args.format,
+            format: args.format.into(),
             start_ms,
             stop_ms: args.duration.map(|duration| builtin_stop_ms(args, start_ms, duration)).transpose()?,
             speedup: args.speedup,
@@ -141,7 +134,7 @@ pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
             GatewayEncoding::Counter => ReadingEncoding::Counter,
             GatewayEncoding::Rate => ReadingEncoding::Rate,
         },
-        format: args.format,
+        format: args.format.into(),
         allowed_lateness_ms: max_delay_ms,
         ttl_ms: 2 * DAY_MS,
         top: args.top,

@@ -8,7 +8,6 @@
 //! CPU time comes from `/proc` for the sleet processes, the broker and the producer apart.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +22,9 @@ use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
 use sleet_cli::client::{run_job, status_line};
 
 use super::{BenchYsbArgs, Probe, RunOutcome};
-use crate::cluster::child_command;
 use crate::gen_ysb::Produced;
 use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
+use crate::producer_process::ProducerProcess;
 use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
 use crate::ysb_report::{evaluate, ProducedInput, RunPlan};
 
@@ -111,8 +110,9 @@ async fn run_with_topic(
         Some(count) => {
             eprintln!("bench ysb: preloading {count} events into `{topic}`");
             let broker_before = broker_cpu();
-            let run =
-                ProducerProcess::start(&producer_args(vec!["--count".into(), count.to_string()]))?.finish().await?;
+            let run = ProducerProcess::<Produced>::start(&producer_args(vec!["--count".into(), count.to_string()]))?
+                .finish()
+                .await?;
             broker_preload_s = broker_cpu().zip(broker_before).map(|(after, before)| after - before);
             Some(run)
         }
@@ -144,7 +144,7 @@ async fn run_with_topic(
     let live = match &preloaded {
         Some(_) => None,
         None => {
-            let live = ProducerProcess::start(&producer_args(vec![
+            let live = ProducerProcess::<Produced>::start(&producer_args(vec![
                 "--duration".into(),
                 format!("{}ms", probe.duration.as_millis()),
             ]))?;
@@ -333,62 +333,4 @@ async fn wait_for_file(path: &Path) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     anyhow::bail!("the producer did not write {} within 6 s", path.display())
-}
-
-/// A `sleet gen ysb` child process; killed if dropped before `finish`.
-struct ProducerProcess {
-    child: Option<std::process::Child>,
-}
-
-impl Drop for ProducerProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-struct ProducerRun {
-    produced: Produced,
-    cpu_seconds: Option<f64>,
-}
-
-impl ProducerProcess {
-    fn start(args: &[String]) -> Result<ProducerProcess> {
-        let exe = crate::cluster::sleet_exe()?;
-        let child = child_command(&exe)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting the producer (sleet gen ysb)")?;
-        Ok(ProducerProcess { child: Some(child) })
-    }
-
-    /// Waits for the producer to end; its CPU time comes from `wait4`, which reaps it.
-    async fn finish(mut self) -> Result<ProducerRun> {
-        let mut child = self.child.take().context("the producer was already waited for")?;
-        let pid = child.id() as libc::pid_t;
-        let mut stdout = child.stdout.take().context("producer stdout")?;
-        let (status, usage, output) = tokio::task::spawn_blocking(move || {
-            let mut output = String::new();
-            std::io::Read::read_to_string(&mut stdout, &mut output).ok();
-            let mut status = 0;
-            // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
-            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            // SAFETY: waits for our own child process, with valid pointers.
-            let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-            (if reaped == pid { Some(status) } else { None }, usage, output)
-        })
-        .await?;
-        let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
-        let cpu = status.map(|_| seconds(usage.ru_utime) + seconds(usage.ru_stime));
-        anyhow::ensure!(
-            status.is_some_and(|status| libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0),
-            "the producer (sleet gen ysb) failed; its messages are above"
-        );
-        let produced: Produced = serde_json::from_str(output.trim()).context("reading what the producer wrote")?;
-        Ok(ProducerRun { produced, cpu_seconds: cpu })
-    }
 }

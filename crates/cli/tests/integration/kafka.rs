@@ -2,10 +2,10 @@
 //! that is not sleet's counted against a naive reference with their garbage in the dead
 //! letters, bad sources refused before anything runs, and event times taken from the
 //! records' Kafka timestamps (the benchmark's drained backlog, live stream and stopped broker
-//! are in crates/bench/tests/integration_kafka_bench.rs). The same records in JSON-lines files, read by the file
+//! are in crates/bench/tests/integration/kafka_bench.rs). The same records in JSON-lines files, read by the file
 //! source, count the same.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::io::Write;

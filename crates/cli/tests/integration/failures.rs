@@ -1,8 +1,8 @@
 //! Failures a user meets: a plan error is reported before anything runs, naming the node and
 //! column; the demo stops every process it started, on its own or on Ctrl-C. (A worker that
-//! dies mid-run is recovered from: see `integration_recovery`.)
+//! dies mid-run is recovered from: see `recovery.rs`.)
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

@@ -4,7 +4,7 @@
 //! the job resumed on the survivors from its checkpoint (both stages' state restored), and
 //! every day's final ranking equal to the ground truth computed here from scratch.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

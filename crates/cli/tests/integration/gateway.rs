@@ -2,7 +2,7 @@
 //! the topic and compared with the generator function the printed spec names (key, partition,
 //! bytes and order), and each key sits in the partition Kafka's default partitioner gives it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

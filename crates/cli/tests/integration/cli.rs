@@ -4,7 +4,7 @@
 //! apply are refused, durations take units, `--out` never deletes what sleet did not write,
 //! and a bad job file is explained once.
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::Duration;

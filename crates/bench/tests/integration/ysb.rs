@@ -3,8 +3,7 @@
 //! directly, never through the engine's operators. The runs cover both schedulers: group with
 //! the automatic size (the default), bsp, and group with a fixed size.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,8 +2,7 @@
 //! `scripts/kafka.sh`): a drained backlog and a live stream counted exactly, and a broker
 //! stopped for 10 s in the middle of a run.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -68,6 +67,32 @@ fn a_live_stream_is_counted_exactly() {
     waits.sort_unstable();
     let median = waits[waits.len() / 2];
     assert!((-20_000..=200_000).contains(&median), "median wait for the close {median} µs");
+}
+
+/// The gateway pipeline through Kafka with a worker SIGKILLed mid-run: every final day's top
+/// 10 equals the generator's ground truth (checked inside the benchmark against
+/// `gateway_check`, which sums the generator's traffic, not what the job decodes).
+#[test]
+fn the_gateway_bench_stays_exact_through_kafka_when_a_worker_is_killed() {
+    let dir = test_dir("kafka-gateway");
+    let result = dir.join("gateway.json");
+    let mut bench = sleet_bench();
+    // 400 gateways reporting once a simulated minute at 20 000 records/s: a day in 28.8 s, so
+    // the run crosses at least one midnight.
+    bench.args(["gateway", "--feed", "kafka", "--brokers", brokers(), "--encoding", "counter"]);
+    bench.args(["--gateways", "400", "--rate", "20000", "--duration", "40s", "--batch-interval", "100ms"]);
+    bench.args(["--workers", "2", "--cores-per-worker", "1", "--kill-worker-at", "15s"]);
+    bench.arg("--json").arg(&result).arg("--out").arg(dir.join("out"));
+    let output = run_with_limit(bench, Duration::from_secs(240));
+    assert_success(&output, "bench gateway --feed kafka --kill-worker-at");
+    let json = read_json(&result);
+    let run = &json["run"];
+    assert_eq!(run["exact"], true, "{run:#}");
+    assert!(run["final_days"].as_array().expect("final days").len() >= 2, "{run:#}");
+    let read = run["records_read"].as_u64().expect("records read");
+    assert!(read >= run["records_delivered"].as_u64().expect("records delivered"), "{run:#}");
+    assert!(run["recoveries"].as_u64().expect("recoveries") >= 1, "the worker's loss was recovered: {run:#}");
+    assert!(run["cpu_us_per_record"]["sleet"].as_f64().expect("sleet cpu") > 0.0);
 }
 
 fn start_own_broker(port: u16) -> String {

@@ -2,8 +2,7 @@
 //! same output row for row, the driver sends one message per worker per group (not one per
 //! task), and the automatic group size grows when coordination is what the workers wait for.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,8 +1,7 @@
 //! `sleet-bench chaos` end to end: workers (and a driver) lost at random times while ysb runs;
 //! the counts equal the ground truth and no committed row appears twice.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

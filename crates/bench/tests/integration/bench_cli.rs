@@ -1,8 +1,7 @@
 //! The benchmarks' command line: Ctrl-C stops a benchmark and every process it started, and
 //! group flags that do not apply are refused.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! truth computed from the generator function, with no committed row twice. A frozen worker that wakes up finds itself
 //! fenced and exits; a job whose last worker dies fails with a clear error.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

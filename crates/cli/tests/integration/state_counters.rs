@@ -4,7 +4,7 @@
 //! expected figures are the fates counted from the table below, not anything the engine
 //! computed; the notice that the state is full must appear once, naming the operator.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::Duration;

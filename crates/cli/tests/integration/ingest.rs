@@ -3,7 +3,7 @@
 //! token, an absent broker and a client that does not read are refused without harm; and
 //! after a SIGKILL mid-run every acknowledged record is in Kafka.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read, Write};

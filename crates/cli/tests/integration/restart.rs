@@ -6,7 +6,7 @@
 //! ground truth with no committed row twice and the manifest covering every batch. A worker
 //! dying between its sink write and its report is recovered the ordinary way.
 
-mod common;
+use crate::common;
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;

@@ -6,16 +6,15 @@
 //! SIGKILL mid-run and must come out the same. The job file `sleet job gateway` prints runs
 //! as it is, in JSON and in Avro.
 
-mod common;
+use crate::common;
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use common::recovery::{output_of, signal, sleep_until, submit_file, worker};
 use common::{test_dir, Reaper};
 use sleet_plan::*;
-use sleet_workloads::gateway_check::{self, TopRow, TOP_K};
+use sleet_workloads::gateway_check::{self, TOP_K};
 use sleet_workloads::gateway_job::{gateway_plan, GatewayJob, DAY_MS};
 
 const MINUTE_MS: i64 = 60_000;
@@ -78,24 +77,6 @@ fn job_file(dir: &Path, spec: &GatewaySourceSpec) -> std::path::PathBuf {
     path
 }
 
-/// Each day's ranking as the job left it: the rows of the last batch that ranked the day.
-fn final_rankings(dir: &Path) -> BTreeMap<i64, BTreeMap<u32, TopRow>> {
-    let lines = sleet_durable::committed::read_json_lines(&dir.join("results"), "part-", "sink").expect("sink files");
-    let mut latest: BTreeMap<i64, (u64, BTreeMap<u32, TopRow>)> = BTreeMap::new();
-    for line in lines {
-        let batch = line.value["batch"].as_u64().expect("batch");
-        let row: TopRow = serde_json::from_value(line.value).expect("a ranking row");
-        let entry = latest.entry(row.day).or_insert((batch, BTreeMap::new()));
-        if batch > entry.0 {
-            *entry = (batch, BTreeMap::new());
-        }
-        if batch == entry.0 {
-            entry.1.insert(row.rank, row);
-        }
-    }
-    latest.into_iter().map(|(day, (_, ranks))| (day, ranks)).collect()
-}
-
 /// Runs the job on a driver and `workers` workers; with `kill_at_ms`, the last worker is
 /// SIGKILLed at that instant. Returns the job's summary.
 fn run(dir: &Path, spec: &GatewaySourceSpec, workers: u32, kill_at_ms: Option<i64>) -> String {
@@ -127,19 +108,19 @@ fn run_file(dir: &Path, job: &Path, workers: u32, kill_at_ms: Option<i64>) -> St
 /// total of every day (exact for `counter` and `cumulative`, within 0.1 % for `rate`).
 fn assert_matches_the_truth(dir: &Path, spec: &GatewaySourceSpec) {
     let end_ms = spec.drained_ms().expect("the gateways stop") + 1;
-    let truth = gateway_check::ground_truth(spec, spec.start_ms, end_ms);
-    let is_final = |day: i64| gateway_check::day_is_final(spec, spec.start_ms, end_ms, day);
-    let rankings = final_rankings(dir);
+    let rankings = gateway_check::read_final_rankings(&dir.join("results")).expect("the sink's rankings");
     assert!(rankings.len() >= 2, "the run spans a midnight: {:?}", rankings.keys());
+    let verdict = gateway_check::check_rankings(spec, (spec.start_ms, end_ms), &rankings, TOP_K);
+    assert!(verdict.final_days.len() >= 2, "at least two days are final: {:?}", verdict.final_days);
+    assert!(
+        verdict.mismatches.is_empty(),
+        "{:?}: the daily top {TOP_K} differs from the truth: {:#?}",
+        spec.encoding,
+        verdict.mismatches
+    );
+
+    let truth = gateway_check::ground_truth(spec, spec.start_ms, end_ms);
     let tolerance = gateway_check::tolerance(spec.encoding);
-
-    let top: BTreeMap<i64, BTreeMap<u32, TopRow>> = rankings
-        .iter()
-        .map(|(day, ranks)| (*day, ranks.range(1..=TOP_K as u32).map(|(rank, row)| (*rank, row.clone())).collect()))
-        .collect();
-    let wrong = gateway_check::check_top(&top, &truth, TOP_K, tolerance, &is_final);
-    assert!(wrong.is_empty(), "{:?}: the daily top {TOP_K} differs from the truth: {wrong:#?}", spec.encoding);
-
     let mut checked = 0;
     for ((day, gateway), totals) in &truth {
         let row = rankings.get(day).and_then(|ranks| ranks.values().find(|row| &row.gateway_id == gateway));

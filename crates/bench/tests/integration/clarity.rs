@@ -4,8 +4,7 @@
 //! names a bottleneck; `sleet explain` reads the file back and answers what-if questions;
 //! and it refuses files it cannot explain, saying why.
 
-#[path = "../../cli/tests/common/mod.rs"]
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
