@@ -368,8 +368,12 @@ pub fn child_command(exe: &Path) -> Command {
     // Own process group: a Ctrl-C in the terminal reaches only this process, which then stops
     // the children in order instead of all of them dying at once.
     command.process_group(0).stdin(Stdio::null());
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the child if this
-    // process dies first, so no child outlives a crashed parent.
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the child when its
+    // parent dies first, so no child outlives a crashed parent. The kernel's "parent" is the
+    // thread that started the child: start children from threads that live as long as they
+    // do (the main thread, a runtime's worker threads, a thread of the caller's own), never
+    // from tokio's blocking pool or inside `block_in_place`, whose threads exit when idle and
+    // would take the child with them.
     unsafe {
         command.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);

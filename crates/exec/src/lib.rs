@@ -44,3 +44,6 @@ pub mod window;
 
 pub use error::ExecError;
 pub use records::RawRecords;
+
+#[cfg(test)]
+mod api_tests;

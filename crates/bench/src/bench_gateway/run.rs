@@ -293,20 +293,37 @@ fn schedule_kill(
         eprintln!("  SIGKILL to the {victim:?} (pid {pid}) {:.1} s into the run", started.elapsed().as_secs_f64());
         sleet_cli::cluster::signal_worker(pid, libc::SIGKILL)?;
         if let (Victim::Ingest, Some(spec)) = (victim, ingest) {
-            tokio::task::spawn_blocking(move || -> Result<()> {
-                // Reaped first: the cluster starts one ingest server at a time.
-                let deadline = Instant::now() + Duration::from_secs(10);
-                while locked(&cluster).ingest_running() && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                let address = locked(&cluster).start_ingest(&spec)?;
-                eprintln!("  the ingest server serves again on {address}");
-                Ok(())
-            })
-            .await??;
+            // Reaped first: the cluster starts one ingest server at a time.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while locked(&cluster).ingest_running() && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            let address = restart_ingest(&cluster, spec).await?;
+            eprintln!("  the ingest server serves again on {address}");
         }
         Ok(used)
     }))
+}
+
+/// Starts the ingest server again from a thread of its own that lives as long as the server:
+/// a child dies with the thread that started it (`child_command`), and neither tokio's
+/// blocking pool nor `block_in_place` keeps a thread that long.
+async fn restart_ingest(cluster: &SharedCluster, spec: IngestSpec) -> Result<String> {
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+    let weak = Arc::downgrade(cluster);
+    std::thread::Builder::new().name("ingest-restart".into()).spawn(move || {
+        let started = weak.upgrade().map(|cluster| locked(&cluster).start_ingest(&spec));
+        let _ = started_tx.send(started);
+        while let Some(cluster) = weak.upgrade() {
+            let running = locked(&cluster).ingest_running();
+            drop(cluster);
+            if !running {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    })?;
+    started_rx.await?.context("the cluster was shut down")?
 }
 
 async fn run_builtin(
@@ -376,12 +393,19 @@ async fn finish_kill(kill: Option<tokio::task::JoinHandle<Result<f64>>>) -> Resu
     Ok(Some(kill.await??))
 }
 
-async fn shut_down(cluster: SharedCluster) {
-    match Arc::try_unwrap(cluster) {
-        Ok(cluster) => cluster.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).shutdown().await,
-        // Dropping the last handle stops every child by its PID.
-        Err(shared) => drop(shared),
+async fn shut_down(mut cluster: SharedCluster) {
+    // The restart thread lets go of it within 100 ms of the ingest server's stop.
+    for _ in 0..40 {
+        match Arc::try_unwrap(cluster) {
+            Ok(cluster) => {
+                return cluster.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).shutdown().await;
+            }
+            Err(shared) => cluster = shared,
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Dropping the last handle stops every child by its PID.
+    drop(cluster);
 }
 
 async fn run_kafka(
@@ -518,7 +542,16 @@ async fn run_kafka_topic(
             if let Err(error) = stopped {
                 eprintln!("  note: the ingest server did not stop cleanly: {error:#}");
             }
-            figures.stats = last_stats(&run_dir.join("logs").join("ingest.out"));
+            // Its last line reaches the file through the cluster's copying thread, a moment
+            // after the process has exited.
+            let out = run_dir.join("logs").join("ingest.out");
+            for _ in 0..40 {
+                figures.stats = last_stats(&out);
+                if figures.stats.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
             Some(last.unwrap_or(0.0) + killed_ingest_cpu.unwrap_or(0.0))
         }
         None => None,

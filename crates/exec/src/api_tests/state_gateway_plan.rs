@@ -5,11 +5,11 @@
 
 use std::collections::BTreeSet;
 
+use crate::pipeline::{StageInputData, StagePipeline};
+use crate::RawRecords;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::RecordBatch;
-use sleet_exec::pipeline::{StageInputData, StagePipeline};
-use sleet_exec::RawRecords;
 use sleet_plan::*;
 
 const DAY_MS: i64 = 86_400_000;

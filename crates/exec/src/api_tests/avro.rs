@@ -2,16 +2,16 @@
 //! encoder, itself checked against fastavro's bytes in that crate), and the JSON decoder on
 //! the same logical rows written as JSON by `serde_json`.
 
+use crate::avro::AvroDecoder;
+use crate::json::{DeadLetter, JsonDecoder};
+use crate::pipeline::{StageInputData, StagePipeline};
+use crate::RawRecords;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
 use proptest::prelude::*;
 use serde_json::json;
 use sleet_avro::{RecordSchema, Value};
-use sleet_exec::avro::AvroDecoder;
-use sleet_exec::json::{DeadLetter, JsonDecoder};
-use sleet_exec::pipeline::{StageInputData, StagePipeline};
-use sleet_exec::RawRecords;
 use sleet_plan::avro::decoded_schema;
 use sleet_plan::{
     EventTimeSource, KafkaSourceSpec, KafkaStart, PhysicalOp, SinkSpec, SourceSpec, StageId, StageInput, StageOutput,
