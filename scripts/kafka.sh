@@ -83,9 +83,12 @@ share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
 group.initial.rebalance.delay.ms=0
 auto.create.topics.enable=false
-# Bounded, so a long benchmark cannot fill the disk: 2 GiB per partition, 1 h.
+# Bounded by size, so a long benchmark cannot fill the disk: 2 GiB per partition. Not by
+# time: retention judges a record by its own timestamp, and tests write records stamped years
+# ago (fixed event times), which a time bound deleted whenever the broker's 5-minute
+# retention check fell inside the test.
 log.retention.bytes=2147483648
-log.retention.hours=1
+log.retention.ms=-1
 log.segment.bytes=268435456
 EOF
     cat >"$dir/log4j2.properties" <<EOF
