@@ -8,6 +8,9 @@
 //! is too) hides where every later record starts. With lengths, each record is framed on
 //! its own and judged on its own, exactly as the job judges one Kafka value.
 
+/// The `Content-Type` of an HTTP body that is such a batch.
+pub const CONTENT_TYPE: &str = "application/vnd.sleet.avro-batch";
+
 /// Bytes of the length in front of each record.
 pub const LENGTH_BYTES: usize = 4;
 

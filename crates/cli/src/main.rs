@@ -273,12 +273,12 @@ async fn run(command: Command) -> Result<ExitCode> {
             let sink = match (sink_topic, sink_dir.as_str()) {
                 (Some(topic), _) => ysb_job::kafka_sink(&input.brokers, &topic),
                 (None, "-") => SinkSpec::Stdout,
-                (None, dir) => SinkSpec::JsonLines { dir: absolute_dir(dir, "--sink-dir")? },
+                (None, dir) => SinkSpec::JsonLines { dir: sleet_workloads::absolute_dir(dir, "--sink-dir")? },
             };
             let options = ysb_job::YsbOptions {
                 input: input.input()?,
                 campaigns: input.campaigns()?,
-                dead_letter_dir: Some(absolute_dir(&dead_letter_dir, "--dead-letter-dir")?),
+                dead_letter_dir: Some(sleet_workloads::absolute_dir(&dead_letter_dir, "--dead-letter-dir")?),
                 ..ysb.options(partitions, duration, sink)
             };
             let job = ysb_job::ysb_job(&options)?;
@@ -300,13 +300,6 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A directory of the job file made absolute against where `sleet job` ran: the driver (which
-/// publishes commit manifests there) and the workers (which write the files) run elsewhere.
-fn absolute_dir(dir: &str, flag: &str) -> Result<String> {
-    let path = std::path::absolute(dir).with_context(|| format!("{flag} {dir}: cannot make it an absolute path"))?;
-    Ok(path.to_string_lossy().into_owned())
 }
 
 /// Arms the failpoints of `SLEET_FAILPOINTS` (tests set it), and says so in the log.

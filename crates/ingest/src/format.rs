@@ -17,7 +17,7 @@ use sleet_plan::{DataType, Schema};
 use crate::error::IngestError;
 
 /// The `Content-Type` of an HTTP body of Avro records (`docs/ingest.md`).
-pub const AVRO_BATCH_CONTENT_TYPE: &str = "application/vnd.sleet.avro-batch";
+pub use sleet_avro::framed::CONTENT_TYPE as AVRO_BATCH_CONTENT_TYPE;
 
 /// A record the server refuses, by its index in its request, and why (naming the field).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

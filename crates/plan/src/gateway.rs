@@ -31,6 +31,17 @@ impl GatewayEncoding {
     }
 }
 
+/// A gateway's encoding is what the `increments` operator decodes it with.
+impl From<GatewayEncoding> for crate::ReadingEncoding {
+    fn from(encoding: GatewayEncoding) -> Self {
+        match encoding {
+            GatewayEncoding::Cumulative => crate::ReadingEncoding::Cumulative,
+            GatewayEncoding::Counter => crate::ReadingEncoding::Counter,
+            GatewayEncoding::Rate => crate::ReadingEncoding::Rate,
+        }
+    }
+}
+
 /// How a reading is written as bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

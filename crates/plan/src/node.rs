@@ -209,6 +209,24 @@ pub struct KafkaSourceSpec {
     pub replay: Vec<ReplayedBatches>,
 }
 
+impl KafkaSourceSpec {
+    /// `topic` on `brokers` from `start`, with what a job file leaves out: the default bound
+    /// per batch, event time from a record field, committed records only, the partition
+    /// count looked up at submission.
+    pub fn new(brokers: &str, topic: &str, start: KafkaStart) -> KafkaSourceSpec {
+        KafkaSourceSpec {
+            brokers: brokers.to_string(),
+            topic: topic.to_string(),
+            start,
+            max_records_per_partition_per_batch: default_max_records_per_batch(),
+            event_time: EventTimeSource::Field,
+            read_committed: true,
+            partitions: 0,
+            replay: Vec::new(),
+        }
+    }
+}
+
 /// The batches of one partition a resumed attempt re-reads, in batch order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayedBatches {

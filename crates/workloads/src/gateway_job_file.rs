@@ -4,10 +4,10 @@
 
 use std::time::Duration;
 
-use anyhow::{ensure, Context, Result};
+use anyhow::{ensure, Result};
 use sleet_plan::{
     AvroSchemaSource, GatewayEncoding, GatewaySourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart, Operator,
-    ReadingEncoding, SinkSpec, SourceSpec,
+    SinkSpec, SourceSpec,
 };
 
 use crate::duration_arg;
@@ -117,23 +117,12 @@ pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
             late_fraction: args.late_fraction,
             max_delay_ms,
         }),
-        GatewayInput::Kafka => SourceSpec::Kafka(KafkaSourceSpec {
-            brokers: args.brokers.clone(),
-            topic: args.topic.clone(),
-            start: KafkaStart::Earliest,
-            max_records_per_partition_per_batch: sleet_plan::node::default_max_records_per_batch(),
-            event_time: Default::default(),
-            read_committed: true,
-            partitions: 0,
-            replay: Vec::new(),
-        }),
+        GatewayInput::Kafka => {
+            SourceSpec::Kafka(KafkaSourceSpec::new(&args.brokers, &args.topic, KafkaStart::Earliest))
+        }
     };
     let job = GatewayJob {
-        encoding: match encoding {
-            GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
-            GatewayEncoding::Counter => ReadingEncoding::Counter,
-            GatewayEncoding::Rate => ReadingEncoding::Rate,
-        },
+        encoding: encoding.into(),
         format: args.format.into(),
         allowed_lateness_ms: max_delay_ms,
         ttl_ms: 2 * DAY_MS,
@@ -143,7 +132,7 @@ pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
     };
     let sink = match args.sink_dir.as_str() {
         "-" => SinkSpec::Stdout,
-        dir => SinkSpec::JsonLines { dir: absolute(dir, "--sink-dir")? },
+        dir => SinkSpec::JsonLines { dir: crate::absolute_dir(dir, "--sink-dir")? },
     };
     let mut plan = gateway_plan(source, &job, sink)?;
     // Validated with the shipped schema inline; the file names it, so a user may point it at
@@ -163,7 +152,7 @@ pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
             dead_letter_dir: args
                 .dead_letter_dir
                 .as_deref()
-                .map(|dir| absolute(dir, "--dead-letter-dir"))
+                .map(|dir| crate::absolute_dir(dir, "--dead-letter-dir"))
                 .transpose()?,
             ..JobSettings::default()
         },
@@ -184,9 +173,4 @@ fn builtin_stop_ms(args: &GatewayJobArgs, start_ms: i64, duration: Duration) -> 
         duration_arg::show(args.max_delay)
     );
     Ok(stop_ms)
-}
-
-fn absolute(dir: &str, flag: &str) -> Result<String> {
-    let path = std::path::absolute(dir).with_context(|| format!("{flag} {dir}: cannot make it an absolute path"))?;
-    Ok(path.to_string_lossy().into_owned())
 }

@@ -24,7 +24,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use hyper::StatusCode;
-use sleet_avro::framed::push_framed;
+use sleet_avro::framed::{push_framed, CONTENT_TYPE as AVRO_BATCH_CONTENT_TYPE};
 use sleet_exec::RawRecords;
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
@@ -35,9 +35,6 @@ use tokio_tungstenite::WebSocketStream;
 
 use crate::gen_gateway::RecordSender;
 
-/// The `Content-Type` of an Avro body (`sleet_ingest::format::AVRO_BATCH_CONTENT_TYPE`; this
-/// crate does not link the server).
-const AVRO_BATCH_CONTENT_TYPE: &str = "application/vnd.sleet.avro-batch";
 const BACKOFF_FIRST: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// How long one request or message may wait for its answer: beyond the server's own ack
@@ -68,7 +65,7 @@ impl ClientSettings {
 }
 
 /// `records` cut into bodies of `batch` records each: a JSON array of them, or each
-/// length-prefixed (`sleet_avro::framed`), preceded by `prefix` (a WebSocket message's id).
+/// length-prefixed (`sleet_avro::framed`).
 fn bodies(records: &RawRecords, batch: usize, avro: bool) -> Vec<Vec<u8>> {
     let all: Vec<&[u8]> = records.iter().collect();
     all.chunks(batch.max(1))

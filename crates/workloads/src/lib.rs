@@ -37,3 +37,12 @@ mod threads;
 pub mod ysb_check;
 pub mod ysb_input;
 pub mod ysb_job;
+
+/// A directory a printed job file names, made absolute against where `sleet job` ran: the
+/// driver (which publishes commit manifests there) and the workers (which write the files)
+/// run elsewhere. `flag` names the option it came from in the error.
+pub fn absolute_dir(dir: &str, flag: &str) -> anyhow::Result<String> {
+    use anyhow::Context;
+    let path = std::path::absolute(dir).with_context(|| format!("{flag} {dir}: cannot make it an absolute path"))?;
+    Ok(path.to_string_lossy().into_owned())
+}

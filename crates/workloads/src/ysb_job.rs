@@ -2,8 +2,8 @@
 //! describes).
 
 use sleet_plan::{
-    col, lit, Aggregate, EventTimeSource, FileSourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart,
-    PlanBuilder, SinkSpec, SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
+    col, lit, Aggregate, FileSourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart, PlanBuilder, SinkSpec,
+    SourceSpec, TableSpec, WindowSpec, YsbSourceSpec,
 };
 
 use crate::scheduler_args::SchedulerArgs;
@@ -85,14 +85,8 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
     let source = match &options.input {
         YsbInput::Generator => SourceSpec::Ysb(ysb_source_spec(options)),
         YsbInput::Kafka { brokers, topic, start, max_records_per_batch } => SourceSpec::Kafka(KafkaSourceSpec {
-            brokers: brokers.clone(),
-            topic: topic.clone(),
-            start: start.clone(),
             max_records_per_partition_per_batch: *max_records_per_batch,
-            event_time: EventTimeSource::Field,
-            read_committed: true,
-            partitions: 0,
-            replay: Vec::new(),
+            ..KafkaSourceSpec::new(brokers, topic, start.clone())
         }),
         YsbInput::Files { path, max_records_per_batch } => SourceSpec::Files(FileSourceSpec {
             path: path.clone(),

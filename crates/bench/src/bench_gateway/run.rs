@@ -17,8 +17,8 @@ use sleet_cli::cluster::{IngestSpec, LocalCluster};
 use sleet_ingest::args::FormatArg as IngestFormat;
 use sleet_kafka::admin::{delete_topic, ensure_topic};
 use sleet_plan::{
-    EventTimeSource, GatewayEncoding, GatewayFormat, GatewaySourceSpec, JobFile, JobSettings, KafkaSourceSpec,
-    KafkaStart, ReadingEncoding, SinkSpec, SourceSpec,
+    GatewayEncoding, GatewayFormat, GatewaySourceSpec, JobFile, JobSettings, KafkaSourceSpec, KafkaStart, SinkSpec,
+    SourceSpec,
 };
 use sleet_workloads::gateway_check::{self, RankingVerdict, TOP_K};
 use sleet_workloads::gateway_job::{gateway_plan, GatewayJob, DAY_MS};
@@ -107,11 +107,7 @@ impl RunConfig {
 
     fn job(&self) -> GatewayJob {
         GatewayJob {
-            encoding: match self.encoding {
-                GatewayEncoding::Counter => ReadingEncoding::Counter,
-                GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
-                GatewayEncoding::Rate => ReadingEncoding::Rate,
-            },
+            encoding: self.encoding.into(),
             format: self.format,
             allowed_lateness_ms: sleet_plan::gateway::default_max_delay_ms(),
             ttl_ms: 2 * DAY_MS,
@@ -459,16 +455,7 @@ async fn run_kafka_topic(
     sink: SinkSpec,
     topic: &str,
 ) -> Result<(sleet_wire::JobSummary, Delivered, CpuFigures, IngestFigures)> {
-    let source = SourceSpec::Kafka(KafkaSourceSpec {
-        brokers: config.brokers.clone(),
-        topic: topic.to_string(),
-        start: KafkaStart::Earliest,
-        max_records_per_partition_per_batch: sleet_plan::node::default_max_records_per_batch(),
-        event_time: EventTimeSource::Field,
-        read_committed: true,
-        partitions: 0,
-        replay: Vec::new(),
-    });
+    let source = SourceSpec::Kafka(KafkaSourceSpec::new(&config.brokers, topic, KafkaStart::Earliest));
     let plan = gateway_plan(source, &config.job(), sink)?;
     let duration_ms = (config.duration + LIVE_TAIL_MAX).as_millis() as u64;
     let job = JobFile { plan, settings: settings(config, Some(duration_ms), None) };

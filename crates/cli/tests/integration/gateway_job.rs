@@ -45,11 +45,7 @@ fn gateway_spec(encoding: GatewayEncoding, start_ms: i64) -> GatewaySourceSpec {
 /// that the ranking also carries every gateway's daily total.
 fn job_file(dir: &Path, spec: &GatewaySourceSpec) -> std::path::PathBuf {
     let job = GatewayJob {
-        encoding: match spec.encoding {
-            GatewayEncoding::Counter => ReadingEncoding::Counter,
-            GatewayEncoding::Cumulative => ReadingEncoding::Cumulative,
-            GatewayEncoding::Rate => ReadingEncoding::Rate,
-        },
+        encoding: spec.encoding.into(),
         format: spec.format,
         allowed_lateness_ms: spec.max_delay_ms,
         ttl_ms: 2 * DAY_MS,
