@@ -30,6 +30,7 @@ mod plot;
 mod proc_cpu;
 mod producer_process;
 mod rate_search;
+mod read_all;
 mod sink_watch;
 mod task_calibration;
 mod ysb_case;

@@ -4,10 +4,11 @@
 //! the PID this process started.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -29,8 +30,10 @@ pub struct LocalCluster {
     expect_workers: u32,
     /// Whether the workers started with the cluster each run on cpus of their own.
     pinned: bool,
-    /// The ingest server, once started.
-    ingest: Option<Child>,
+    /// The ingest server, once started, and the thread copying its stdout to `ingest.out`.
+    ingest: Option<(Child, JoinHandle<()>)>,
+    /// Starts every child of the cluster (declared last: dropped after they are killed).
+    spawner: Spawner,
 }
 
 /// A `sleet ingest` server as a cluster component (`docs/ingest.md`, "In a local cluster").
@@ -93,10 +96,18 @@ impl LocalCluster {
         placement: Placement,
     ) -> Result<LocalCluster> {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
+        // A new cluster's driver has no job to resume: checkpoints an earlier cluster left
+        // here (a run stopped with Ctrl-C) would have it resume that one. `restart_driver`
+        // keeps them, as a restarted driver must.
+        let checkpoints = log_dir.join("checkpoints");
+        if checkpoints.exists() {
+            std::fs::remove_dir_all(&checkpoints).with_context(|| format!("clearing {}", checkpoints.display()))?;
+        }
         let exe = sleet_exe()?;
         // A fresh log per cluster; a restarted driver appends to it.
         log_file(log_dir, "driver.log")?;
-        let (driver, driver_address) = start_driver(&exe, "127.0.0.1:0", workers, log_dir)?;
+        let spawner = Spawner::start()?;
+        let (driver, driver_address) = start_driver(&spawner, &exe, "127.0.0.1:0", workers, log_dir)?;
         let mut cluster = LocalCluster {
             driver_address,
             driver,
@@ -107,6 +118,7 @@ impl LocalCluster {
             expect_workers: workers,
             pinned: false,
             ingest: None,
+            spawner,
         };
         let worker_cpus = placement.worker_cpus(workers, cores_per_worker);
         cluster.pinned = worker_cpus.iter().all(Option::is_some) && !worker_cpus.is_empty();
@@ -130,15 +142,15 @@ impl LocalCluster {
     fn start_worker(&mut self, name: &str, cores_per_worker: u32, cpus: Option<&[usize]>) -> Result<u32> {
         let log = log_file(&self.log_dir, &format!("{name}.log"))?;
         let cpu_list = cpus.map(|cpus| cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(","));
-        let child = child_command(&self.exe)
+        let mut command = child_command(&self.exe);
+        command
             .args(["worker", "--driver", &self.driver_address, "--cores", &cores_per_worker.to_string()])
             .args(["--name", name])
             .args(cpu_list.iter().flat_map(|list| ["--cpus", list.as_str()]))
             .args(self.limits.worker_args())
             .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("starting {name}"))?;
+            .stderr(log);
+        let child = self.spawner.spawn(command).with_context(|| format!("starting {name}"))?;
         let pid = child.id();
         self.workers.push(child);
         Ok(pid)
@@ -152,7 +164,8 @@ impl LocalCluster {
             signal_process(self.driver.id(), libc::SIGKILL, "the driver")?;
         }
         self.driver.wait().context("waiting for the killed driver")?;
-        let (driver, address) = start_driver(&self.exe, &self.driver_address, self.expect_workers, &self.log_dir)?;
+        let (driver, address) =
+            start_driver(&self.spawner, &self.exe, &self.driver_address, self.expect_workers, &self.log_dir)?;
         anyhow::ensure!(
             address == self.driver_address,
             "the restarted driver listens on {address}, not {}",
@@ -188,7 +201,7 @@ impl LocalCluster {
     /// figures as JSON) to `ingest.out`, in the log directory. One server at a time: start
     /// another only after the first has exited (a benchmark SIGKILLs it by `ingest_pid`).
     pub fn start_ingest(&mut self, spec: &IngestSpec) -> Result<String> {
-        if let Some(running) = &mut self.ingest {
+        if let Some((running, _)) = &mut self.ingest {
             anyhow::ensure!(
                 !matches!(running.try_wait(), Ok(None)),
                 "the cluster's ingest server (pid {}) still runs",
@@ -200,22 +213,22 @@ impl LocalCluster {
             sleet_ingest::args::FormatArg::Avro => "avro",
         };
         let log = log_file(&self.log_dir, "ingest.log")?;
-        let mut child = child_command(&self.exe)
+        let mut command = child_command(&self.exe);
+        command
             .args(["ingest", "--listen", &spec.listen, "--brokers", &spec.brokers, "--topic", &spec.topic])
             .args(["--format", format, "--key", &spec.key])
             .arg("--schema")
             .arg(&spec.schema)
             .args(&spec.extra_args)
             .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .context("starting the ingest server")?;
+            .stderr(log);
+        let mut child = self.spawner.spawn(command).context("starting the ingest server")?;
         let stdout = child.stdout.take().ok_or_else(|| anyhow!("ingest stdout is not piped"))?;
         let out = log_file(&self.log_dir, "ingest.out")?;
-        let address = read_first_line(stdout, out, Duration::from_secs(15), "the ingest server");
-        match address {
-            Ok(address) => {
-                self.ingest = Some(child);
+        let first_line = read_first_line(stdout, Box::new(out), Duration::from_secs(15), "the ingest server");
+        match first_line {
+            Ok((address, copier)) => {
+                self.ingest = Some((child, copier));
                 Ok(address)
             }
             Err(error) => {
@@ -228,33 +241,43 @@ impl LocalCluster {
 
     /// The ingest server's process id while it has not been reaped.
     pub fn ingest_pid(&self) -> Option<u32> {
-        self.ingest.as_ref().map(Child::id)
+        self.ingest.as_ref().map(|(child, _)| child.id())
     }
 
     /// Whether the ingest server's process still runs (reaping it if it has exited).
     pub fn ingest_running(&mut self) -> bool {
-        matches!(self.ingest.as_mut().map(Child::try_wait), Some(Ok(None)))
+        matches!(self.ingest.as_mut().map(|(child, _)| child.try_wait()), Some(Ok(None)))
+    }
+
+    /// Sends `signal` to the ingest server (a benchmark's SIGKILL).
+    pub fn signal_ingest(&self, signal: i32) -> Result<()> {
+        let pid = self.ingest_pid().context("the cluster runs no ingest server")?;
+        signal_process(pid, signal, "the ingest server")
     }
 
     /// Stops the ingest server as Ctrl-C would (SIGTERM: it finishes what is in flight),
     /// killing it if it has not exited within its shutdown timeout plus `EXIT_GRACE`; returns
-    /// its exit status, or `None` if none runs.
+    /// its exit status, or `None` if none runs. When it returns, `ingest.out` holds all the
+    /// server printed (its final figures last).
     pub fn stop_ingest(&mut self, shutdown_timeout: Duration) -> Result<Option<std::process::ExitStatus>> {
-        let Some(mut child) = self.ingest.take() else { return Ok(None) };
+        let Some((mut child, copier)) = self.ingest.take() else { return Ok(None) };
         if let Ok(None) = child.try_wait() {
             signal_process(child.id(), libc::SIGTERM, "the ingest server")?;
         }
         let deadline = Instant::now() + shutdown_timeout + EXIT_GRACE;
-        loop {
+        let status = loop {
             if let Some(status) = child.try_wait().context("waiting for the ingest server")? {
-                return Ok(Some(status));
+                break status;
             }
             if Instant::now() >= deadline {
                 let _ = child.kill();
-                return child.wait().map(Some).context("waiting for the killed ingest server");
+                break child.wait().context("waiting for the killed ingest server")?;
             }
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
+        // Its stdout has closed with it, so the copy is at its end.
+        let _ = copier.join();
+        Ok(Some(status))
     }
 
     /// Asks the driver to shut everything down, then makes sure every child has exited.
@@ -278,7 +301,7 @@ impl LocalCluster {
     }
 
     fn kill_remaining(&mut self) {
-        let ingest = self.ingest.iter_mut();
+        let ingest = self.ingest.iter_mut().map(|(child, _)| child);
         for child in self.workers.iter_mut().chain(std::iter::once(&mut self.driver)).chain(ingest) {
             if let Ok(None) = child.try_wait() {
                 let _ = child.kill();
@@ -313,21 +336,27 @@ fn signal_process(pid: u32, signal: i32, what: &str) -> Result<()> {
 /// Starts a driver on `listen` whose checkpoints (and state directory, under them) live in
 /// `log_dir`; its log is appended to `log_dir/driver.log`, so a restarted driver's follows
 /// its predecessor's. Returns it with the address it printed.
-fn start_driver(exe: &Path, listen: &str, expect_workers: u32, log_dir: &Path) -> Result<(Child, String)> {
+fn start_driver(
+    spawner: &Spawner,
+    exe: &Path,
+    listen: &str,
+    expect_workers: u32,
+    log_dir: &Path,
+) -> Result<(Child, String)> {
     let log_path = log_dir.join("driver.log");
     let driver_log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(&log_path)
         .with_context(|| format!("opening {}", log_path.display()))?;
-    let mut driver = child_command(exe)
+    let mut command = child_command(exe);
+    command
         .args(["driver", "--listen", listen, "--expect-workers", &expect_workers.to_string()])
         .arg("--checkpoint-dir")
         .arg(log_dir.join("checkpoints"))
         .stdout(Stdio::piped())
-        .stderr(driver_log)
-        .spawn()
-        .context("starting the driver process")?;
+        .stderr(driver_log);
+    let mut driver = spawner.spawn(command).context("starting the driver process")?;
     let stdout = driver.stdout.take().ok_or_else(|| anyhow!("driver stdout is not piped"))?;
     match read_driver_address(stdout) {
         Ok(address) => Ok((driver, address)),
@@ -370,10 +399,9 @@ pub fn child_command(exe: &Path) -> Command {
     command.process_group(0).stdin(Stdio::null());
     // SAFETY: prctl is async-signal-safe; it only asks the kernel to kill the child when its
     // parent dies first, so no child outlives a crashed parent. The kernel's "parent" is the
-    // thread that started the child: start children from threads that live as long as they
-    // do (the main thread, a runtime's worker threads, a thread of the caller's own), never
-    // from tokio's blocking pool or inside `block_in_place`, whose threads exit when idle and
-    // would take the child with them.
+    // thread that started the child: a `LocalCluster` starts its children from a thread of
+    // its own (`Spawner`); other callers start them from threads that outlive them, never
+    // from tokio's blocking pool or inside `block_in_place`, whose threads exit when idle.
     unsafe {
         command.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -388,11 +416,17 @@ fn log_file(dir: &Path, name: &str) -> Result<File> {
     File::create(&path).with_context(|| format!("creating {}", path.display()))
 }
 
-/// The first line `what` prints on stdout, within `limit`; the rest of its stdout is copied
-/// to `rest` as it comes, so the child never blocks on (or dies of) a full or closed pipe.
-fn read_first_line(stdout: std::process::ChildStdout, mut rest: File, limit: Duration, what: &str) -> Result<String> {
+/// The first line `what` prints on stdout (its address), within `limit`, and the thread that
+/// copies the rest of its stdout to `rest` as it comes, so the child never blocks on (or
+/// dies of) a full or closed pipe; the thread ends when the child's stdout closes.
+fn read_first_line(
+    stdout: std::process::ChildStdout,
+    mut rest: Box<dyn Write + Send>,
+    limit: Duration,
+    what: &str,
+) -> Result<(String, JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
+    let copier = std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
         let mut line = String::new();
         let first = reader.read_line(&mut line).map(|_| line);
@@ -405,23 +439,46 @@ fn read_first_line(stdout: std::process::ChildStdout, mut rest: File, limit: Dur
         .with_context(|| format!("reading the address of {what}"))?;
     let address = line.trim();
     anyhow::ensure!(!address.is_empty(), "{what} exited before printing its address");
-    Ok(address.to_string())
+    Ok((address.to_string(), copier))
 }
 
 /// The address a driver prints on its first line of stdout, within 15 s.
 pub fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let result = BufReader::new(stdout).read_line(&mut line).map(|_| line);
-        let _ = tx.send(result);
-    });
-    let line = rx
-        .recv_timeout(Duration::from_secs(15))
-        .map_err(|_| anyhow!("the driver did not report its address within 15 s"))?
-        .context("reading the driver's address")?;
-    match line.trim().strip_prefix("sleet driver listening on ") {
+    let (line, _copier) = read_first_line(stdout, Box::new(std::io::sink()), Duration::from_secs(15), "the driver")?;
+    match line.strip_prefix("sleet driver listening on ") {
         Some(address) => Ok(address.to_string()),
         None => bail!("the driver printed {line:?} instead of its address"),
+    }
+}
+
+/// Starts a cluster's children from one thread that lives as long as the cluster. A child
+/// started by `child_command` dies with the *thread* that started it (PR_SET_PDEATHSIG), so
+/// one started from a short-lived thread (tokio's blocking pool, `block_in_place`) would die
+/// seconds later; through this thread, a cluster's owner may start a worker, a driver or an
+/// ingest server from any thread.
+struct Spawner {
+    requests: std::sync::mpsc::Sender<(Command, std::sync::mpsc::Sender<std::io::Result<Child>>)>,
+}
+
+impl Spawner {
+    fn start() -> Result<Spawner> {
+        let (requests, incoming) = std::sync::mpsc::channel::<(Command, std::sync::mpsc::Sender<_>)>();
+        // It ends when the cluster drops its sender, after killing every child.
+        std::thread::Builder::new()
+            .name("cluster-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in incoming {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .context("starting the cluster's spawner thread")?;
+        Ok(Spawner { requests })
+    }
+
+    fn spawn(&self, command: Command) -> std::io::Result<Child> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        let gone = || std::io::Error::other("the cluster's spawner thread has ended");
+        self.requests.send((command, reply)).map_err(|_| gone())?;
+        answer.recv().map_err(|_| gone())?
     }
 }

@@ -44,10 +44,7 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         dead_letter_dir: Some(dead_letters.display().to_string()),
         ..args.ysb.options(args.workers, args.duration, sink)
     })?;
-    // The driver keeps its checkpoints and state under the logs: a previous demo stopped with
-    // Ctrl-C left a running job there, which this driver would try to resume.
-    let logs = run_dir.fresh("logs")?;
-    let cluster = LocalCluster::start(args.workers, 1, &logs)?;
+    let cluster = LocalCluster::start(args.workers, 1, &run_dir.path.join("logs"))?;
     println!(
         "sleet demo: driver on {}, {} workers (pids {:?}), ysb at {} events/s in {} ms batches, {}",
         cluster.driver_address,

@@ -6,7 +6,6 @@
 //! generator's ground truth; after an ingest kill, the topic too (`census`).
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +28,7 @@ use super::figures::{batch_figures, BatchFigures};
 use super::Feed;
 use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::producer_process::ProducerProcess;
+use crate::read_all::ReadAll;
 use crate::ysb_run::on_brokers;
 
 /// A gateway reports once a minute of simulated time, as in the field study.
@@ -145,12 +145,7 @@ struct Delivered {
 }
 
 pub async fn run_once(config: &RunConfig, run_dir: &Path) -> Result<RunResult> {
-    let results_dir = run_dir.join("results");
-    for dir in [results_dir.clone(), run_dir.join("logs")] {
-        if dir.exists() {
-            std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
-        }
-    }
+    let (results_dir, _) = crate::ysb_run::clear_run_outputs(run_dir)?;
     let sink = SinkSpec::JsonLines { dir: results_dir.display().to_string() };
     eprintln!(
         "bench gateway {}: {} records/s from {} gateways (speedup {}) for {}",
@@ -287,39 +282,22 @@ fn schedule_kill(
         .with_context(|| format!("no {victim:?} process to kill"))?;
         let used = cpu_seconds(pid).unwrap_or(0.0);
         eprintln!("  SIGKILL to the {victim:?} (pid {pid}) {:.1} s into the run", started.elapsed().as_secs_f64());
-        sleet_cli::cluster::signal_worker(pid, libc::SIGKILL)?;
+        match victim {
+            Victim::Worker => sleet_cli::cluster::signal_worker(pid, libc::SIGKILL)?,
+            Victim::Ingest => locked(&cluster).signal_ingest(libc::SIGKILL)?,
+        }
         if let (Victim::Ingest, Some(spec)) = (victim, ingest) {
             // Reaped first: the cluster starts one ingest server at a time.
             let deadline = Instant::now() + Duration::from_secs(10);
             while locked(&cluster).ingest_running() && Instant::now() < deadline {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
-            let address = restart_ingest(&cluster, spec).await?;
+            // It waits for the new server's address, up to 15 s.
+            let address = tokio::task::block_in_place(|| locked(&cluster).start_ingest(&spec))?;
             eprintln!("  the ingest server serves again on {address}");
         }
         Ok(used)
     }))
-}
-
-/// Starts the ingest server again from a thread of its own that lives as long as the server:
-/// a child dies with the thread that started it (`child_command`), and neither tokio's
-/// blocking pool nor `block_in_place` keeps a thread that long.
-async fn restart_ingest(cluster: &SharedCluster, spec: IngestSpec) -> Result<String> {
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel();
-    let weak = Arc::downgrade(cluster);
-    std::thread::Builder::new().name("ingest-restart".into()).spawn(move || {
-        let started = weak.upgrade().map(|cluster| locked(&cluster).start_ingest(&spec));
-        let _ = started_tx.send(started);
-        while let Some(cluster) = weak.upgrade() {
-            let running = locked(&cluster).ingest_running();
-            drop(cluster);
-            if !running {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    })?;
-    started_rx.await?.context("the cluster was shut down")?
 }
 
 async fn run_builtin(
@@ -384,24 +362,19 @@ async fn finish_kill(kill: Option<tokio::task::JoinHandle<Result<f64>>>) -> Resu
     let Some(kill) = kill else { return Ok(None) };
     if !kill.is_finished() {
         kill.abort();
+        // Awaited, so that its handle on the cluster is gone.
+        let _ = kill.await;
         return Ok(None);
     }
     Ok(Some(kill.await??))
 }
 
-async fn shut_down(mut cluster: SharedCluster) {
-    // The restart thread lets go of it within 100 ms of the ingest server's stop.
-    for _ in 0..40 {
-        match Arc::try_unwrap(cluster) {
-            Ok(cluster) => {
-                return cluster.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).shutdown().await;
-            }
-            Err(shared) => cluster = shared,
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+async fn shut_down(cluster: SharedCluster) {
+    match Arc::try_unwrap(cluster) {
+        Ok(cluster) => cluster.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner).shutdown().await,
+        // Dropping the last handle stops every child by its PID.
+        Err(shared) => drop(shared),
     }
-    // Dropping the last handle stops every child by its PID.
-    drop(cluster);
 }
 
 async fn run_kafka(
@@ -483,38 +456,22 @@ async fn run_kafka_topic(
     let started = Instant::now();
     let cluster = Arc::new(std::sync::Mutex::new(cluster));
     let kill = schedule_kill(config, &cluster, ingest.as_ref().map(|(spec, _)| spec.clone()), started);
-    // What the job must read before it stops: unknown until the producer has finished.
-    let written = Arc::new(AtomicU64::new(u64::MAX));
-    let producer_task = {
-        let written = Arc::clone(&written);
-        tokio::spawn(async move {
-            let run = producer.finish().await;
-            if let Ok(run) = &run {
-                written.store(run.produced.records, Ordering::SeqCst);
-            }
-            run
-        })
-    };
-    // Progress counts records as the map tasks read them; the batches that read the last
-    // ones complete a little later. Two more reports cover that. After an ingest kill the
-    // topic may hold some records twice, so reading as many as were sent is not the end:
-    // the job then runs to its duration.
-    let mut reports_since_all_read = 0;
-    let stop = Arc::new(tokio::sync::Notify::new());
+    let mut read_all = ReadAll::new(None);
+    let producer_task = read_all.follow(producer, |produced: &Produced| produced.records);
+    // After an ingest kill the topic may hold some records twice, so reading as many as were
+    // sent is not the end: the job then runs to its duration.
     let ends_when_all_read = !matches!(config.kill, Some((Victim::Ingest, _)));
+    let stopped = read_all.stopped();
     let summary = run_job(
         &address,
         job,
         |progress| {
             eprintln!("{}", status_line(started.elapsed(), progress));
-            if ends_when_all_read && progress.events_in >= written.load(Ordering::SeqCst) {
-                reports_since_all_read += 1;
-                if reports_since_all_read == 3 {
-                    stop.notify_one();
-                }
+            if ends_when_all_read {
+                read_all.observe(progress.events_in);
             }
         },
-        crate::interrupt::or_notified(stop.clone()),
+        stopped,
     )
     .await;
     let sleet = total_cpu_seconds(&locked(&cluster).pids()) - sleet_before;
@@ -529,16 +486,7 @@ async fn run_kafka_topic(
             if let Err(error) = stopped {
                 eprintln!("  note: the ingest server did not stop cleanly: {error:#}");
             }
-            // Its last line reaches the file through the cluster's copying thread, a moment
-            // after the process has exited.
-            let out = run_dir.join("logs").join("ingest.out");
-            for _ in 0..40 {
-                figures.stats = last_stats(&out);
-                if figures.stats.is_some() {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            figures.stats = last_stats(&run_dir.join("logs").join("ingest.out"));
             Some(last.unwrap_or(0.0) + killed_ingest_cpu.unwrap_or(0.0))
         }
         None => None,

@@ -8,8 +8,6 @@
 //! CPU time comes from `/proc` for the sleet processes, the broker and the producer apart.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -25,6 +23,7 @@ use super::{BenchYsbArgs, Probe, RunOutcome};
 use crate::gen_ysb::Produced;
 use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::producer_process::ProducerProcess;
+use crate::read_all::ReadAll;
 use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
 use crate::ysb_report::{evaluate, ProducedInput, RunPlan};
 
@@ -169,36 +168,18 @@ async fn run_with_topic(
     let sleet_before = total_cpu_seconds(&cluster.pids());
     let broker_before = broker_cpu();
     let started = std::time::Instant::now();
-    // What the job must read before it stops: the preload, or what the live producer wrote
-    // once it has finished (unknown until then).
-    let written = Arc::new(AtomicU64::new(preloaded.as_ref().map_or(u64::MAX, |run| run.produced.events)));
-    let live_task = live.map(|live| {
-        let written = Arc::clone(&written);
-        tokio::spawn(async move {
-            let run = live.finish().await;
-            if let Ok(run) = &run {
-                written.store(run.produced.events, Ordering::SeqCst);
-            }
-            run
-        })
-    });
-    // Progress counts events as the map tasks read them; the batches that read the last
-    // ones complete (reduce, sink) a little later. Two more reports cover that.
-    let mut reports_since_all_read = 0;
-    let stop = Arc::new(tokio::sync::Notify::new());
+    // What the job must read before it stops: the preload, or what the live producer wrote.
+    let mut read_all = ReadAll::new(preloaded.as_ref().map(|run| run.produced.events));
+    let live_task = live.map(|live| read_all.follow(live, |produced: &Produced| produced.events));
+    let stopped = read_all.stopped();
     let summary = run_job(
         &cluster.driver_address,
         job,
         |progress| {
             eprintln!("{}", status_line(started.elapsed(), progress));
-            if progress.events_in >= written.load(Ordering::SeqCst) {
-                reports_since_all_read += 1;
-                if reports_since_all_read == 3 {
-                    stop.notify_one();
-                }
-            }
+            read_all.observe(progress.events_in);
         },
-        crate::interrupt::or_notified(stop.clone()),
+        stopped,
     )
     .await;
     let sleet_s = total_cpu_seconds(&cluster.pids()) - sleet_before;
