@@ -27,6 +27,7 @@ mod host_capacity;
 mod max_rate;
 mod output;
 mod plot;
+mod plot_bars;
 mod proc_cpu;
 mod producer_process;
 mod rate_search;

@@ -34,10 +34,10 @@ pub struct Marker {
     pub x: f64,
 }
 
-const SIZE_PX: (u32, u32) = (800, 500);
+pub(crate) const SIZE_PX: (u32, u32) = (800, 500);
 /// The Okabe–Ito palette, which stays distinguishable under the common colour-vision
 /// deficiencies; its yellow is left out, too faint on white for a 2 px line.
-const PALETTE: [RGBColor; 7] = [
+pub(crate) const PALETTE: [RGBColor; 7] = [
     RGBColor(0x00, 0x72, 0xB2),
     RGBColor(0xD5, 0x5E, 0x00),
     RGBColor(0x00, 0x9E, 0x73),
@@ -56,15 +56,19 @@ pub fn render_svg(plot: &LinePlot) -> String {
 
 /// `plot` with `markers` drawn over it; the x axis reaches far enough to show every marker.
 pub fn render_svg_with_markers(plot: &LinePlot, markers: &[Marker]) -> String {
+    drawn_or_said(&plot.title, |svg| draw(plot, markers, svg))
+}
+
+/// The SVG `draw` writes, or a valid document saying why it could not: drawing into a String
+/// cannot fail for I/O, only in plotters' own layout.
+pub(crate) fn drawn_or_said(title: &str, draw: impl FnOnce(&mut String) -> Result<(), String>) -> String {
     let mut svg = String::new();
-    // Drawing into a String cannot fail for I/O; what can fail is plotters' own layout, and a
-    // plot that cannot be drawn still leaves a valid document saying so.
-    if let Err(error) = draw(plot, markers, &mut svg) {
+    if let Err(error) = draw(&mut svg) {
         svg = format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\"><text x=\"20\" y=\"40\">{}</text></svg>",
             SIZE_PX.0,
             SIZE_PX.1,
-            escape_xml(&format!("{}: cannot draw the plot: {error}", plot.title))
+            escape_xml(&format!("{title}: cannot draw the plot: {error}"))
         );
     }
     svg
@@ -170,13 +174,21 @@ where
             .label(marker.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
     }
+    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+}
+
+/// The series' labels in a framed box over a faded background, so lines under it still show.
+pub(crate) fn draw_legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()
-        .map_err(|error| failed(&error))
+        .map_err(|error| error.to_string())
 }
 
 fn is_drawable(value: f64, scale: Scale) -> bool {
@@ -202,7 +214,7 @@ fn padded_range(values: &[f64], scale: Scale) -> (f64, f64) {
 }
 
 /// `0.043`, `1.4`, `16`, `2.5k`, `3M`: short tick labels.
-fn format_tick(value: f64) -> String {
+pub(crate) fn format_tick(value: f64) -> String {
     let magnitude = value.abs();
     let (scaled, suffix) = match magnitude {
         m if m >= 1e6 => (value / 1e6, "M"),

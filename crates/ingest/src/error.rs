@@ -27,6 +27,8 @@ pub enum IngestError {
     EmptyToken { from: String },
     #[error("--{flag} must be at least {min}")]
     Limit { flag: &'static str, min: u64 },
+    #[error("--{flag} must be at least {min:?}")]
+    TooShort { flag: &'static str, min: std::time::Duration },
     #[error("building the record decoder")]
     Decoder(#[source] sleet_exec::ExecError),
     // The host: the listening address, the process itself.

@@ -2,34 +2,70 @@
 //! one only when an earlier one has closed, so connections beyond the bound wait in the
 //! kernel's backlog instead of costing the server memory.
 //!
+//! A connection that moves no byte either way for `idle_timeout` is closed, so clients that
+//! connect and then stall (or trickle a request slower than that) cannot hold every slot.
+//!
 //! Each connection's kernel send buffer is fixed at `SEND_BUFFER_BYTES` rather than left to
 //! grow to megabytes: the server only ever sends small answers, and a WebSocket client that
 //! stops reading its acknowledgements is then noticed after kilobytes, not megabytes.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::{Instant, Sleep};
 
 const SEND_BUFFER_BYTES: usize = 64 << 10;
 
 pub struct LimitedListener {
     listener: TcpListener,
     slots: Arc<Semaphore>,
+    idle_timeout: Duration,
 }
 
 /// An accepted connection; its slot is given back when it is dropped (closed).
 pub struct LimitedStream {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
+    idle_timeout: Duration,
+    /// Fires `idle_timeout` after the last byte read or written.
+    idle: Pin<Box<Sleep>>,
 }
 
 impl LimitedListener {
-    pub fn new(listener: TcpListener, connections_max: usize) -> Self {
-        LimitedListener { listener, slots: Arc::new(Semaphore::new(connections_max)) }
+    pub fn new(listener: TcpListener, connections_max: usize, idle_timeout: Duration) -> Self {
+        LimitedListener { listener, slots: Arc::new(Semaphore::new(connections_max)), idle_timeout }
+    }
+}
+
+impl LimitedStream {
+    fn active(&mut self) {
+        self.idle.as_mut().reset(Instant::now() + self.idle_timeout);
+    }
+
+    /// A read that found nothing: an error once the connection has been silent too long, so
+    /// the server closes it and gives its slot back.
+    fn pending_or_idle(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.idle.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no byte either way for {:?}", self.idle_timeout),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// Passes a write's outcome through, counting bytes written as activity.
+    fn wrote(&mut self, written: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
+        if matches!(written, Poll::Ready(Ok(bytes)) if bytes > 0) {
+            self.active();
+        }
+        written
     }
 }
 
@@ -44,7 +80,9 @@ impl axum::serve::Listener for LimitedListener {
                 Ok((stream, address)) => {
                     let _ = stream.set_nodelay(true);
                     let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER_BYTES);
-                    return (LimitedStream { stream, _slot: slot }, address);
+                    let idle = Box::pin(tokio::time::sleep(self.idle_timeout));
+                    let idle_timeout = self.idle_timeout;
+                    return (LimitedStream { stream, _slot: slot, idle_timeout, idle }, address);
                 }
                 // Out of file descriptors and the like: wait rather than spin.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
@@ -59,13 +97,23 @@ impl axum::serve::Listener for LimitedListener {
 
 impl AsyncRead for LimitedStream {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let filled_before = buf.filled().len();
+        match Pin::new(&mut self.stream).poll_read(cx, buf) {
+            Poll::Pending => self.pending_or_idle(cx),
+            ready => {
+                if buf.filled().len() > filled_before {
+                    self.active();
+                }
+                ready
+            }
+        }
     }
 }
 
 impl AsyncWrite for LimitedStream {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let written = Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.wrote(written)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -81,7 +129,8 @@ impl AsyncWrite for LimitedStream {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.wrote(written)
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -232,7 +232,13 @@ fn token(args: &IngestArgs) -> Result<Option<Vec<u8>>, IngestError> {
     Ok(Some(token.as_bytes().to_vec()))
 }
 
+/// Shorter than this, connections would be closed between one client's writes.
+const IDLE_TIMEOUT_MIN: Duration = Duration::from_millis(100);
+
 fn check_limits(args: &IngestArgs) -> Result<(), IngestError> {
+    if args.idle_timeout < IDLE_TIMEOUT_MIN {
+        return Err(IngestError::TooShort { flag: "idle-timeout", min: IDLE_TIMEOUT_MIN });
+    }
     let limits: [(&'static str, u64, u64); 6] = [
         ("body-bytes-max", args.body_bytes_max as u64, 2),
         ("records-in-flight-max", args.records_in_flight_max as u64, 1),
@@ -304,8 +310,8 @@ pub async fn serve(
         let _ = shutdown_tx.send(true);
     });
     let mut stop_accepting = shutdown_rx.clone();
-    let server =
-        axum::serve(LimitedListener::new(listener, args.connections_max), router).with_graceful_shutdown(async move {
+    let server = axum::serve(LimitedListener::new(listener, args.connections_max, args.idle_timeout), router)
+        .with_graceful_shutdown(async move {
             let _ = stop_accepting.wait_for(|stopping| *stopping).await;
         });
     let mut server = tokio::spawn(async move { server.await });

@@ -12,10 +12,10 @@ mod figures;
 mod run;
 mod sweep;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use sleet_workloads::gen_gateway::{EncodingArg, FormatArg};
 
 pub use run::{run_once, RunConfig, Victim};
@@ -115,6 +115,10 @@ pub struct BenchGatewayArgs {
     /// With --sweep: write the plot here (SVG).
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// With --sweep and --plot: run nothing, draw the plot again from the points of this
+    /// result file, which the same sweep wrote (pass the flags it ran with, for the title).
+    #[arg(long, requires_all = ["sweep", "plot"])]
+    pub replot: Option<PathBuf>,
     #[command(flatten)]
     pub output: BenchOutputArgs,
 }
@@ -153,6 +157,9 @@ pub async fn run(args: BenchGatewayArgs) -> Result<bool> {
         args.kill_ingest_at.is_none() || matches!(args.feed, Feed::Http | Feed::Ws),
         "--kill-ingest-at needs --feed http or ws: only they run an ingest server"
     );
+    if let (Some(kind), Some(result), Some(plot)) = (args.sweep, &args.replot, &args.plot) {
+        return replot(kind, &args.config(), result, plot).map(|()| true);
+    }
     let run_dir = args.output.prepare("bench gateway")?;
     let (json, exact) = match args.sweep {
         None => {
@@ -169,4 +176,15 @@ pub async fn run(args: BenchGatewayArgs) -> Result<bool> {
     }
     run_dir.finish(exact);
     Ok(exact)
+}
+
+fn replot(kind: SweepKind, base: &RunConfig, result: &Path, plot: &Path) -> Result<()> {
+    let text = std::fs::read_to_string(result).with_context(|| format!("reading {}", result.display()))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", result.display()))?;
+    let swept = json["sweep"].as_str().unwrap_or("none");
+    let asked = format!("{kind:?}").to_lowercase();
+    anyhow::ensure!(swept == asked, "{} holds the `{swept}` sweep, not `{asked}`", result.display());
+    let points = json["points"].as_array().with_context(|| format!("{} has no `points`", result.display()))?;
+    write_output(plot, &(sweep::plot_of(kind, base, points) + "\n"))
 }

@@ -483,10 +483,16 @@ async fn run_kafka_topic(
             let pid = locked(&cluster).ingest_pid();
             let last = pid.and_then(cpu_seconds);
             let stopped = locked(&cluster).stop_ingest(Duration::from_secs(10));
-            if let Err(error) = stopped {
-                eprintln!("  note: the ingest server did not stop cleanly: {error:#}");
-            }
             figures.stats = last_stats(&run_dir.join("logs").join("ingest.out"));
+            match stopped {
+                Err(error) => eprintln!("  note: the ingest server did not stop cleanly: {error:#}"),
+                Ok(status) if figures.stats.is_none() => eprintln!(
+                    "  note: the ingest server ({}) left no figures; the end of its log:\n{}",
+                    status.map_or("not running".to_string(), |status| status.to_string()),
+                    log_tail(&run_dir.join("logs").join("ingest.log"), 8)
+                ),
+                Ok(_) => {}
+            }
             Some(last.unwrap_or(0.0) + killed_ingest_cpu.unwrap_or(0.0))
         }
         None => None,
@@ -517,6 +523,12 @@ async fn run_kafka_topic(
 }
 
 /// The ingest server's final figures: the `{"stats": …}` line it prints as it exits.
+fn log_tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|error| format!("({}: {error})", path.display()));
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].iter().map(|line| format!("    {line}")).collect::<Vec<_>>().join("\n")
+}
+
 fn last_stats(path: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(path).ok()?;
     text.lines().rev().find_map(|line| serde_json::from_str::<serde_json::Value>(line).ok()?.get("stats").cloned())

@@ -13,6 +13,7 @@ use super::run::{run_once, RunConfig, RunResult};
 use super::{Feed, SweepKind};
 use crate::output::write_output;
 use crate::plot::{render_svg, LinePlot, Scale, Series};
+use crate::plot_bars::{render_bars_svg, BarPanel};
 
 const PARTITIONS: [u32; 4] = [1, 2, 3, 4];
 /// Batch intervals tried from the longest down; the search stops at the first unstable one.
@@ -25,7 +26,7 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
         exact &= result.exact();
         runs.push(result.json.clone());
     };
-    let (points, svg) = match kind {
+    let points = match kind {
         SweepKind::Encodings => {
             let mut points = Vec::new();
             for format in [GatewayFormat::Json, GatewayFormat::Avro] {
@@ -43,7 +44,7 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
                     }));
                 }
             }
-            (points, None)
+            points
         }
         SweepKind::Transports => {
             let mut points = Vec::new();
@@ -66,7 +67,7 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
                     }));
                 }
             }
-            (points, None)
+            points
         }
         SweepKind::Partitions => {
             let mut points = Vec::new();
@@ -84,8 +85,7 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
                     "cpu_us_per_record": result.json["cpu_us_per_record"],
                 }));
             }
-            let svg = render_svg(&partitions_plot(base, &points));
-            (points, Some(svg))
+            points
         }
         SweepKind::Interval => {
             let mut points = Vec::new();
@@ -117,12 +117,11 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
                     json!({ "partitions": partitions, "smallest_stable_interval_ms": smallest_stable, "tried": tried }),
                 );
             }
-            let svg = render_svg(&interval_plot(base, &points));
-            (points, Some(svg))
+            points
         }
     };
-    if let (Some(path), Some(svg)) = (plot, svg) {
-        write_output(path, &(svg + "\n"))?;
+    if let Some(path) = plot {
+        write_output(path, &(plot_of(kind, base, &points) + "\n"))?;
     }
     let json = json!({
         "benchmark": "gateway",
@@ -135,6 +134,16 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
         "runs": runs,
     });
     Ok((json, exact))
+}
+
+/// The sweep's plot (SVG) over its points, as `run` wrote them in the result's `points`.
+pub fn plot_of(kind: SweepKind, base: &RunConfig, points: &[Value]) -> String {
+    match kind {
+        SweepKind::Encodings => render_bars_svg(&encodings_title(base), &encodings_panels(points)),
+        SweepKind::Transports => render_bars_svg(&transports_title(base), &transports_panels(points)),
+        SweepKind::Partitions => render_svg(&partitions_plot(base, points)),
+        SweepKind::Interval => render_svg(&interval_plot(base, points)),
+    }
 }
 
 fn partitions_plot(base: &RunConfig, points: &[Value]) -> LinePlot {
@@ -167,26 +176,176 @@ fn partitions_plot(base: &RunConfig, points: &[Value]) -> LinePlot {
     }
 }
 
+/// Like the study's figure: batch processing time against the interval, a line per partition
+/// count, beside the line where processing takes the whole interval (stable below it).
 fn interval_plot(base: &RunConfig, points: &[Value]) -> LinePlot {
+    let mut series: Vec<Series> = points
+        .iter()
+        .filter_map(|point| {
+            let tried = point["tried"].as_array()?;
+            let mut line: Vec<(f64, f64)> = tried
+                .iter()
+                .filter_map(|run| Some((run["batch_interval_ms"].as_f64()?, run["processing_ms"]["p50"].as_f64()?)))
+                .collect();
+            line.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Some(Series { label: format!("{} partitions, processing p50", point["partitions"]), points: line })
+        })
+        .collect();
+    let intervals: Vec<f64> = series.iter().flat_map(|line| line.points.iter().map(|(x, _)| *x)).collect();
+    let (low, high) =
+        intervals.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), x| (low.min(*x), high.max(*x)));
+    if low <= high {
+        series.push(Series {
+            label: "processing = interval (stable below)".into(),
+            points: vec![(low, low), (high, high)],
+        });
+    }
     LinePlot {
         title: format!(
-            "sleet-bench gateway: smallest stable batch interval at {} records/s ({} {})",
+            "sleet-bench gateway: batch processing against the interval at {} records/s ({} {})",
             base.rate,
             base.format.as_str(),
             base.feed.as_str()
         ),
-        x_label: "partitions (source and reduce)".into(),
-        y_label: "smallest stable batch interval (ms)".into(),
-        x_scale: Scale::Linear,
+        x_label: "batch interval (ms)".into(),
+        y_label: "batch processing p50 (ms)".into(),
+        x_scale: Scale::Log,
         y_scale: Scale::Log,
-        series: vec![Series {
-            label: "smallest stable interval".into(),
-            points: points
+        series,
+    }
+}
+
+/// `points[..][category_field] == category` and `points[..]["format"] == format`: the run of
+/// one category in one format, if the sweep made it.
+fn point_of<'a>(points: &'a [Value], category_field: &str, category: &str, format: &str) -> Option<&'a Value> {
+    points.iter().find(|point| point[category_field] == category && point["format"] == format)
+}
+
+/// A panel's series, one per format: `figure` of that format's run in each category.
+fn format_series(
+    points: &[Value],
+    category_field: &str,
+    categories: &[&str],
+    figure: impl Fn(&Value) -> Option<f64>,
+    label_suffix: &str,
+) -> Vec<(String, Vec<Option<f64>>)> {
+    [GatewayFormat::Json, GatewayFormat::Avro]
+        .iter()
+        .map(|format| {
+            let values = categories
                 .iter()
-                .filter_map(|point| {
-                    Some((point["partitions"].as_f64()?, point["smallest_stable_interval_ms"].as_f64()?))
-                })
-                .collect(),
-        }],
+                .map(|category| point_of(points, category_field, category, format.as_str()).and_then(&figure))
+                .collect();
+            let name = match format {
+                GatewayFormat::Json => "JSON",
+                GatewayFormat::Avro => "Avro",
+            };
+            (format!("{name}{label_suffix}"), values)
+        })
+        .collect()
+}
+
+fn encodings_title(base: &RunConfig) -> String {
+    format!("sleet-bench gateway: encodings × formats at {} records/s ({} feed)", base.rate, base.feed.as_str())
+}
+
+fn encodings_panels(points: &[Value]) -> Vec<BarPanel> {
+    let encodings: Vec<&str> = GatewayEncoding::ALL.iter().map(|encoding| encoding.as_str()).collect();
+    let groups: Vec<String> = encodings.iter().map(|name| name.to_string()).collect();
+    vec![
+        BarPanel {
+            title: "batch processing p50".into(),
+            y_label: "ms".into(),
+            groups: groups.clone(),
+            series: format_series(points, "encoding", &encodings, |point| point["processing_ms"]["p50"].as_f64(), ""),
+        },
+        BarPanel {
+            title: "sleet CPU per record".into(),
+            y_label: "µs".into(),
+            groups,
+            series: format_series(
+                points,
+                "encoding",
+                &encodings,
+                |point| point["cpu_us_per_record"]["sleet"].as_f64(),
+                "",
+            ),
+        },
+    ]
+}
+
+fn transports_title(base: &RunConfig) -> String {
+    format!("sleet-bench gateway: HTTP and WebSocket at {} records/s", base.rate)
+}
+
+fn transports_panels(points: &[Value]) -> Vec<BarPanel> {
+    let feeds = [Feed::Http.as_str(), Feed::Ws.as_str()];
+    let groups = vec!["HTTP".to_string(), "WebSocket".to_string()];
+    let mut latency = format_series(points, "feed", &feeds, |point| point["ack_latency_ms_p50"].as_f64(), " p50");
+    latency.extend(format_series(points, "feed", &feeds, |point| point["ack_latency_ms_p99"].as_f64(), " p99"));
+    vec![
+        BarPanel {
+            title: "ingest server CPU per record".into(),
+            y_label: "µs".into(),
+            groups: groups.clone(),
+            series: format_series(points, "feed", &feeds, |point| point["cpu_us_per_record"]["ingest"].as_f64(), ""),
+        },
+        BarPanel { title: "acknowledgement latency".into(), y_label: "ms".into(), groups, series: latency },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_plot_has_a_line_per_partition_count_and_the_stable_line_across_all_intervals() {
+        let tried = |pairs: &[(u64, f64)]| -> Vec<Value> {
+            pairs
+                .iter()
+                .map(|(interval, p50)| json!({"batch_interval_ms": interval, "processing_ms": {"p50": p50}}))
+                .collect()
+        };
+        let points = vec![
+            json!({"partitions": 1, "tried": tried(&[(500, 73.4), (200, 39.8), (10, 3.4)])}),
+            json!({"partitions": 2, "tried": tried(&[(500, 47.0), (20, 5.0)])}),
+        ];
+        let base = RunConfig {
+            feed: Feed::Kafka,
+            brokers: String::new(),
+            format: GatewayFormat::Json,
+            encoding: GatewayEncoding::Cumulative,
+            partitions: 1,
+            workers: 1,
+            cores_per_worker: 2,
+            rate: 100_000,
+            gateways: 10_000,
+            duration: std::time::Duration::from_secs(30),
+            batch_interval_ms: 100,
+            checkpoint_interval_ms: 1000,
+            seed: 1,
+            kill: None,
+            request_records: 500,
+            in_flight: 4,
+        };
+        let plot = interval_plot(&base, &points);
+        assert_eq!(plot.series.len(), 3);
+        assert_eq!(plot.series[0].points, [(10.0, 3.4), (200.0, 39.8), (500.0, 73.4)], "sorted by interval");
+        assert_eq!(plot.series[2].points, [(10.0, 10.0), (500.0, 500.0)]);
+    }
+
+    #[test]
+    fn a_transports_panel_reads_each_feed_and_format_from_its_own_run() {
+        let points = vec![
+            json!({"feed": "http", "format": "json", "ack_latency_ms_p50": 6.0, "ack_latency_ms_p99": 9.5, "cpu_us_per_record": {"ingest": 1.47}}),
+            json!({"feed": "ws", "format": "avro", "ack_latency_ms_p50": 5.0, "ack_latency_ms_p99": 8.0, "cpu_us_per_record": {"ingest": 1.21}}),
+        ];
+        let panels = transports_panels(&points);
+        assert_eq!(panels[0].groups, ["HTTP", "WebSocket"]);
+        assert_eq!(panels[0].series[0], ("JSON".to_string(), vec![Some(1.47), None]));
+        assert_eq!(panels[0].series[1], ("Avro".to_string(), vec![None, Some(1.21)]));
+        let labels: Vec<&str> = panels[1].series.iter().map(|(label, _)| label.as_str()).collect();
+        assert_eq!(labels, ["JSON p50", "Avro p50", "JSON p99", "Avro p99"]);
+        assert_eq!(panels[1].series[3].1, vec![None, Some(8.0)]);
     }
 }

@@ -296,6 +296,33 @@ fn without_kafka_requests_are_refused_with_503_within_the_ack_timeout() {
     assert!(stats.body.contains(r#""records_refused":3"#), "{}", stats.body);
 }
 
+#[test]
+fn clients_that_stall_mid_request_are_closed_and_their_slots_serve_others() {
+    let topic = new_topic("ingest-stall");
+    let server =
+        Server::start("ingest_stall", brokers(), &topic, &["--connections-max", "2", "--idle-timeout", "1s"], None);
+    // Every slot taken by a client that sends half a request head and then nothing.
+    let mut stalled: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let mut stream = TcpStream::connect(&server.address).expect("connecting");
+            stream.write_all(b"POST /v1/records HTTP/1.1\r\nHost: stalled\r\n").expect("half a head");
+            stream
+        })
+        .collect();
+    let reply = post(&server.address, &record("gw-after-the-stall", 5));
+    assert_eq!(reply.status, 200, "served once a stalled client's slot was freed: {}", reply.body);
+    for stream in &mut stalled {
+        stream.set_read_timeout(Some(Duration::from_secs(10))).expect("read timeout");
+        let mut rest = Vec::new();
+        // The server closes without answering; a reset is as good as an end of stream.
+        if let Err(error) = stream.read_to_end(&mut rest) {
+            assert_eq!(error.kind(), std::io::ErrorKind::ConnectionReset, "the stalled connection was closed: {error}");
+        }
+    }
+    let found = read_topic(&topic);
+    assert_eq!(found.len(), 1, "only the complete request was written: {found:?}");
+}
+
 mod websocket {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::Message;
