@@ -101,7 +101,12 @@ fn draw(plot: &LinePlot, markers: &[Marker], svg: &mut String) -> Result<(), Str
     xs.extend(markers.iter().map(|marker| marker.x));
     let (x_low, x_high) = padded_range(&xs, plot.x_scale);
     let (y_low, y_high) = padded_range(&ys, plot.y_scale);
-    let layers = Layers { drawable: &drawable, markers: &markers, y_span: (y_low, y_high) };
+    let legend = emptiest_corner(
+        &drawable,
+        Span { low: x_low, high: x_high, scale: plot.x_scale },
+        Span { low: y_low, high: y_high, scale: plot.y_scale },
+    );
+    let layers = Layers { drawable: &drawable, markers: &markers, y_span: (y_low, y_high), legend };
     match (plot.x_scale, plot.y_scale) {
         (Scale::Linear, Scale::Linear) => draw_chart(&root, plot, &layers, x_low..x_high, y_low..y_high),
         (Scale::Linear, Scale::Log) => draw_chart(&root, plot, &layers, x_low..x_high, (y_low..y_high).log_scale()),
@@ -119,6 +124,53 @@ struct Layers<'a> {
     drawable: &'a [Vec<(f64, f64)>],
     markers: &'a [&'a Marker],
     y_span: (f64, f64),
+    legend: SeriesLabelPosition,
+}
+
+/// One axis' drawn range and scale.
+#[derive(Clone, Copy)]
+struct Span {
+    low: f64,
+    high: f64,
+    scale: Scale,
+}
+
+impl Span {
+    /// Where `value` falls along the axis, 0 at its low end and 1 at its high end.
+    fn share(self, value: f64) -> f64 {
+        let at = |value: f64| if self.scale == Scale::Log { value.log10() } else { value };
+        (at(value) - at(self.low)) / (at(self.high) - at(self.low))
+    }
+}
+
+/// The corner for the legend that covers the fewest data points (the upper right on a tie),
+/// so the legend hides no line's end where it can be avoided.
+fn emptiest_corner(drawable: &[Vec<(f64, f64)>], x: Span, y: Span) -> SeriesLabelPosition {
+    // The share of each axis a legend of a few series takes, measured on the 800×500 plot.
+    const LEGEND_WIDTH: f64 = 0.4;
+    const LEGEND_HEIGHT: f64 = 0.35;
+    let corners = [
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let covered = |right: bool, upper: bool| {
+        drawable
+            .iter()
+            .flatten()
+            .filter(|(px, py)| {
+                let (across, up) = (x.share(*px), y.share(*py));
+                let in_x = if right { across >= 1.0 - LEGEND_WIDTH } else { across <= LEGEND_WIDTH };
+                let in_y = if upper { up >= 1.0 - LEGEND_HEIGHT } else { up <= LEGEND_HEIGHT };
+                in_x && in_y
+            })
+            .count()
+    };
+    corners
+        .into_iter()
+        .min_by_key(|(_, right, upper)| covered(*right, *upper))
+        .map_or(SeriesLabelPosition::UpperRight, |(corner, _, _)| corner)
 }
 
 fn draw_chart<X, Y>(
@@ -174,7 +226,7 @@ where
             .label(marker.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(2)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperRight)
+    draw_legend(&mut chart, layers.legend.clone())
 }
 
 /// The series' labels in a framed box over a faded background, so lines under it still show.
@@ -252,6 +304,27 @@ mod tests {
 
     fn series(label: &str, points: &[(f64, f64)]) -> Series {
         Series { label: label.into(), points: points.to_vec() }
+    }
+
+    #[test]
+    fn the_legend_goes_to_the_corner_with_the_fewest_points_and_upper_right_on_a_tie() {
+        let linear = |low, high| Span { low, high, scale: Scale::Linear };
+        let rising = vec![vec![(0.0, 0.0), (5.0, 5.0), (10.0, 10.0)]];
+        assert!(matches!(
+            emptiest_corner(&rising, linear(0.0, 10.0), linear(0.0, 10.0)),
+            SeriesLabelPosition::UpperLeft
+        ));
+        let falling = vec![vec![(0.0, 10.0), (10.0, 0.0)]];
+        assert!(matches!(
+            emptiest_corner(&falling, linear(0.0, 10.0), linear(0.0, 10.0)),
+            SeriesLabelPosition::UpperRight
+        ));
+        let log = Span { low: 1.0, high: 1000.0, scale: Scale::Log };
+        // On a log axis from 1 to 1 000, 30 is halfway up and 300 in the upper third.
+        let middle = vec![vec![(1.0, 30.0), (1000.0, 30.0)]];
+        assert!(matches!(emptiest_corner(&middle, log, log), SeriesLabelPosition::UpperRight));
+        let high = vec![vec![(1.0, 300.0), (1000.0, 300.0)]];
+        assert!(matches!(emptiest_corner(&high, log, log), SeriesLabelPosition::LowerRight));
     }
 
     #[test]

@@ -316,17 +316,23 @@ pub async fn serve(
         });
     let mut server = tokio::spawn(async move { server.await });
     let mut signalled = shutdown_rx.clone();
-    tokio::select! {
+    // A signal both ends the wait and starts the graceful shutdown, and with no connection
+    // open the server may finish first: then it is done, and its handle must not be polled
+    // again (tokio panics on a handle polled after completion).
+    let server_done = tokio::select! {
         served = &mut server => {
             if let Ok(Err(error)) = served {
                 return Err(IngestError::Serve(error));
             }
+            true
         }
-        _ = signalled.wait_for(|stopping| *stopping) => {}
-    }
+        _ = signalled.wait_for(|stopping| *stopping) => false,
+    };
     let connections = Arc::clone(&ingest.ws_connections);
     let drained = tokio::time::timeout(args.shutdown_timeout, async move {
-        let _ = server.await;
+        if !server_done {
+            let _ = server.await;
+        }
         connections.idle().await;
     })
     .await;
@@ -339,19 +345,22 @@ pub async fn serve(
     Ok(stats.report(ingest.started))
 }
 
-/// Completes on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
+/// Completes on SIGTERM or SIGINT. The handlers are in place when this returns, so a signal
+/// sent as soon as the server prints its address is caught rather than killing the process.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     use tokio::signal::unix::{signal, SignalKind};
     let terminate = signal(SignalKind::terminate());
     let interrupt = signal(SignalKind::interrupt());
-    match (terminate, interrupt) {
-        (Ok(mut terminate), Ok(mut interrupt)) => {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
+    async move {
+        match (terminate, interrupt) {
+            (Ok(mut terminate), Ok(mut interrupt)) => {
+                tokio::select! {
+                    _ = terminate.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
             }
+            // Without signal handlers the process dies on the signal as it would anyway.
+            _ => std::future::pending::<()>().await,
         }
-        // Without signal handlers the process dies on the signal as it would anyway.
-        _ => std::future::pending::<()>().await,
     }
 }

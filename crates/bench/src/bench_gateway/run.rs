@@ -522,13 +522,16 @@ async fn run_kafka_topic(
     Ok((summary, delivered, CpuFigures { sleet, broker, ingest: ingest_cpu }, figures))
 }
 
-/// The ingest server's final figures: the `{"stats": …}` line it prints as it exits.
+/// The end of a child's log, or from its first panic on when it panicked (the backtrace after
+/// it says less than the message).
 fn log_tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_else(|error| format!("({}: {error})", path.display()));
     let all: Vec<&str> = text.lines().collect();
-    all[all.len().saturating_sub(lines)..].iter().map(|line| format!("    {line}")).collect::<Vec<_>>().join("\n")
+    let from = all.iter().position(|line| line.contains("panicked at")).unwrap_or(all.len().saturating_sub(lines));
+    all[from..].iter().take(lines).map(|line| format!("    {line}")).collect::<Vec<_>>().join("\n")
 }
 
+/// The ingest server's final figures: the `{"stats": …}` line it prints as it exits.
 fn last_stats(path: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(path).ok()?;
     text.lines().rev().find_map(|line| serde_json::from_str::<serde_json::Value>(line).ok()?.get("stats").cloned())

@@ -188,7 +188,9 @@ fn interval_plot(base: &RunConfig, points: &[Value]) -> LinePlot {
                 .filter_map(|run| Some((run["batch_interval_ms"].as_f64()?, run["processing_ms"]["p50"].as_f64()?)))
                 .collect();
             line.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Some(Series { label: format!("{} partitions, processing p50", point["partitions"]), points: line })
+            let partitions = point["partitions"].as_u64()?;
+            let label = format!("{partitions} partition{}, processing p50", if partitions == 1 { "" } else { "s" });
+            Some(Series { label, points: line })
         })
         .collect();
     let intervals: Vec<f64> = series.iter().flat_map(|line| line.points.iter().map(|(x, _)| *x)).collect();
