@@ -57,8 +57,9 @@ pub struct IngestArgs {
     /// Open connections; further ones wait to be accepted.
     #[arg(long, default_value_t = 1024)]
     pub connections_max: usize,
-    /// A connection that sends and receives nothing for this long is closed and its slot
-    /// given back (a WebSocket client keeps a quiet connection open by sending pings).
+    /// A connection that sends and receives nothing for this long is closed (within twice
+    /// this long) and its slot given back; a WebSocket client keeps a quiet connection open by
+    /// sending pings.
     #[arg(long, value_parser = duration, default_value = "120s")]
     pub idle_timeout: Duration,
     /// How long a request waits for Kafka's acknowledgement before it is refused with 503.

@@ -2,8 +2,10 @@
 //! one only when an earlier one has closed, so connections beyond the bound wait in the
 //! kernel's backlog instead of costing the server memory.
 //!
-//! A connection that moves no byte either way for `idle_timeout` is closed, so clients that
-//! connect and then stall (or trickle a request slower than that) cannot hold every slot.
+//! A connection that moves no byte either way for a whole `idle_timeout` period is closed
+//! (after one to two periods of silence), so clients that connect and then stall, or trickle
+//! a request slower than that, cannot hold every slot. Reads and writes only set a flag: the
+//! timer is looked at when it fires, never reset on the data path.
 //!
 //! Each connection's kernel send buffer is fixed at `SEND_BUFFER_BYTES` rather than left to
 //! grow to megabytes: the server only ever sends small answers, and a WebSocket client that
@@ -33,8 +35,10 @@ pub struct LimitedStream {
     stream: TcpStream,
     _slot: OwnedSemaphorePermit,
     idle_timeout: Duration,
-    /// Fires `idle_timeout` after the last byte read or written.
+    /// Fires at the end of each `idle_timeout` period.
     idle: Pin<Box<Sleep>>,
+    /// Whether a byte moved either way in the current period.
+    moved: bool,
 }
 
 impl LimitedListener {
@@ -44,26 +48,26 @@ impl LimitedListener {
 }
 
 impl LimitedStream {
-    fn active(&mut self) {
-        self.idle.as_mut().reset(Instant::now() + self.idle_timeout);
-    }
-
-    /// A read that found nothing: an error once the connection has been silent too long, so
-    /// the server closes it and gives its slot back.
+    /// A read that found nothing: an error once a whole period has passed with no byte
+    /// moved, so the server closes the connection and gives its slot back.
     fn pending_or_idle(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match self.idle.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                format!("no byte either way for {:?}", self.idle_timeout),
-            ))),
-            Poll::Pending => Poll::Pending,
+        while self.idle.as_mut().poll(cx).is_ready() {
+            if !std::mem::take(&mut self.moved) {
+                return Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no byte either way for {:?}", self.idle_timeout),
+                )));
+            }
+            let next = Instant::now() + self.idle_timeout;
+            self.idle.as_mut().reset(next);
         }
+        Poll::Pending
     }
 
     /// Passes a write's outcome through, counting bytes written as activity.
     fn wrote(&mut self, written: Poll<std::io::Result<usize>>) -> Poll<std::io::Result<usize>> {
         if matches!(written, Poll::Ready(Ok(bytes)) if bytes > 0) {
-            self.active();
+            self.moved = true;
         }
         written
     }
@@ -82,7 +86,7 @@ impl axum::serve::Listener for LimitedListener {
                     let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER_BYTES);
                     let idle = Box::pin(tokio::time::sleep(self.idle_timeout));
                     let idle_timeout = self.idle_timeout;
-                    return (LimitedStream { stream, _slot: slot, idle_timeout, idle }, address);
+                    return (LimitedStream { stream, _slot: slot, idle_timeout, idle, moved: false }, address);
                 }
                 // Out of file descriptors and the like: wait rather than spin.
                 Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
@@ -102,7 +106,7 @@ impl AsyncRead for LimitedStream {
             Poll::Pending => self.pending_or_idle(cx),
             ready => {
                 if buf.filled().len() > filled_before {
-                    self.active();
+                    self.moved = true;
                 }
                 ready
             }

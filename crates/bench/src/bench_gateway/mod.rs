@@ -60,6 +60,13 @@ pub enum SweepKind {
     Interval,
 }
 
+impl SweepKind {
+    /// Its name on the command line, which a result file records as its `sweep`.
+    pub fn name(self) -> String {
+        clap::ValueEnum::to_possible_value(&self).map_or_else(String::new, |value| value.get_name().to_string())
+    }
+}
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchGatewayArgs {
     /// Where the records come from; all but `builtin` need a broker at --brokers
@@ -183,7 +190,7 @@ fn replot(kind: SweepKind, base: &RunConfig, result: &Path, plot: &Path) -> Resu
     let json: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", result.display()))?;
     let swept = json["sweep"].as_str().unwrap_or("none");
-    let asked = format!("{kind:?}").to_lowercase();
+    let asked = kind.name();
     anyhow::ensure!(swept == asked, "{} holds the `{swept}` sweep, not `{asked}`", result.display());
     let points = json["points"].as_array().with_context(|| format!("{} has no `points`", result.display()))?;
     write_output(plot, &(sweep::plot_of(kind, base, points) + "\n"))

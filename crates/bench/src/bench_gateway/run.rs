@@ -482,9 +482,9 @@ async fn run_kafka_topic(
         Some(_) => {
             let pid = locked(&cluster).ingest_pid();
             let last = pid.and_then(cpu_seconds);
-            let stopped = locked(&cluster).stop_ingest(Duration::from_secs(10));
+            let stop = locked(&cluster).stop_ingest(Duration::from_secs(10));
             figures.stats = last_stats(&run_dir.join("logs").join("ingest.out"));
-            match stopped {
+            match stop {
                 Err(error) => eprintln!("  note: the ingest server did not stop cleanly: {error:#}"),
                 Ok(status) if figures.stats.is_none() => eprintln!(
                     "  note: the ingest server ({}) left no figures; the end of its log:\n{}",

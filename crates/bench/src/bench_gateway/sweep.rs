@@ -127,7 +127,7 @@ pub async fn run(kind: SweepKind, base: &RunConfig, run_dir: &Path, plot: Option
         "benchmark": "gateway",
         "engine": "sleet",
         "version": env!("CARGO_PKG_VERSION"),
-        "sweep": format!("{kind:?}").to_lowercase(),
+        "sweep": kind.name(),
         "stability_definition": "stable: the batch's map plus reduce time at p95 below the interval, and the median delay from a batch's end to its visible results in the run's last quarter within one interval of the second quarter's (the first 10 % of batches left out)",
         "exact": exact,
         "points": points,

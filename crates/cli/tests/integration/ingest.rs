@@ -33,6 +33,8 @@ const SCHEMA: &str = r#"{"fields": [
 struct Server {
     address: String,
     reaper: Reaper,
+    /// Reads what the server prints after its address (its final figures) until it exits.
+    rest_of_stdout: Option<std::thread::JoinHandle<String>>,
 }
 
 impl Server {
@@ -63,12 +65,28 @@ impl Server {
         let address = address.trim().to_string();
         assert!(!address.is_empty(), "sleet ingest printed no address");
         // Keep draining stdout so the final figures never block the process.
-        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
-        Server { address, reaper: Reaper(vec![child]) }
+        let rest_of_stdout = std::thread::spawn(move || {
+            let mut rest = String::new();
+            let _ = stdout.read_to_string(&mut rest);
+            rest
+        });
+        Server { address, reaper: Reaper(vec![child]), rest_of_stdout: Some(rest_of_stdout) }
     }
 
     fn child(&mut self) -> &mut Child {
         &mut self.reaper.0[0]
+    }
+
+    /// Stops the server as an operator would (SIGTERM) and returns its exit status and what
+    /// it printed after its address.
+    fn terminate(&mut self) -> (std::process::ExitStatus, String) {
+        let pid = self.child().id() as i32;
+        // SAFETY: signalling a child this test started and has not reaped.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let status = common::wait_with_limit(self.child(), Duration::from_secs(40));
+        let rest =
+            self.rest_of_stdout.take().map(|reader| reader.join().expect("the stdout reader")).unwrap_or_default();
+        (status, rest)
     }
 }
 
@@ -561,11 +579,9 @@ fn after_a_sigkill_every_acknowledged_record_is_in_kafka() {
 #[test]
 fn sigterm_finishes_what_is_in_flight_and_exits_cleanly() {
     let close_code = acknowledged_records_survive("ingest-term", |server| {
-        let pid = server.child().id() as i32;
-        // SAFETY: signalling a child this test started and has not reaped.
-        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-        let status = common::wait_with_limit(server.child(), Duration::from_secs(40));
+        let (status, rest) = server.terminate();
         assert!(status.success(), "sleet ingest exited with {status} after SIGTERM");
+        assert!(rest.contains(r#"{"stats":"#), "the final figures are printed: {rest:?}");
     });
     assert_eq!(close_code, Some(1001), "WebSocket clients are told the server is going away");
 }
@@ -576,38 +592,9 @@ fn sigterm_finishes_what_is_in_flight_and_exits_cleanly() {
 #[test]
 fn an_idle_server_stopped_by_sigterm_exits_cleanly_with_its_figures_every_time() {
     let topic = new_topic("ingest-idle-stop");
-    let dir = test_dir("ingest_idle_stop");
-    let schema = dir.join("schema.json");
-    std::fs::write(&schema, SCHEMA).expect("writing the schema");
     for attempt in 0..20 {
-        let mut child = sleet()
-            .args([
-                "ingest",
-                "--listen",
-                "127.0.0.1:0",
-                "--brokers",
-                brokers(),
-                "--topic",
-                &topic,
-                "--key",
-                "gateway_id",
-            ])
-            .arg("--schema")
-            .arg(&schema)
-            .env_remove("SLEET_INGEST_TOKEN")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting sleet ingest");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut address = String::new();
-        stdout.read_line(&mut address).expect("reading the address");
-        assert!(!address.trim().is_empty(), "attempt {attempt}: no address");
-        // SAFETY: signalling a child this test started and has not reaped.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
-        let mut rest = String::new();
-        stdout.read_to_string(&mut rest).expect("reading the figures");
-        let status = common::wait_with_limit(&mut child, Duration::from_secs(40));
+        let mut server = Server::start("ingest_idle_stop", brokers(), &topic, &[], None);
+        let (status, rest) = server.terminate();
         assert!(status.success(), "attempt {attempt}: sleet ingest exited with {status}");
         assert!(rest.contains(r#"{"stats":"#), "attempt {attempt}: no figures line in {rest:?}");
     }
