@@ -40,7 +40,7 @@ Run it under `nice -n 19` on a machine doing other work; CARGO_TARGET_DIR is hon
 EOF
 }
 
-all_targets=(json_decode avro_decode avro_batch frame_decode block_codec_roundtrip kafka_record_batches kafka_responses job_file)
+all_targets=(json_decode avro_decode avro_batch frame_decode block_codec_roundtrip kafka_record_batches kafka_responses job_file sql_script)
 runs=""
 seconds=""
 smoke=false
@@ -123,6 +123,8 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$artifacts"
     seeds=()
     [ -d "fuzz/seeds/$target" ] && seeds=("fuzz/seeds/$target")
+    # The example scripts are the SQL target's seeds: kept once, where users read them.
+    [ "$target" = sql_script ] && seeds+=("examples")
     echo "== $target (${budget[*]})"
     target_started=$(date +%s)
     status=0

@@ -9,6 +9,7 @@
 //!  client        submit, follow (reconnecting to a restarted driver), stop; the status line
 //!  cluster       a driver and workers as child processes of the `sleet` binary on 127.0.0.1
 //!  job_file      a job file as `sleet submit` reads it: the Avro schema files it names inlined
+//!  sql_file      a SQL script compiled (sleet-sql) into a job file, files read beside it
 //!  run_dir       the directory a local run writes to, cleared only if sleet wrote it
 //!  ingest        `sleet ingest`: the server of sleet-ingest, its address and final figures printed
 //!  entry         the async runtime, Ctrl-C (interrupt) and exit codes of a sleet process
@@ -31,5 +32,6 @@ pub mod interrupt;
 pub mod job_file;
 pub mod memory;
 pub mod run_dir;
+pub mod sql_file;
 pub mod state_report;
 pub mod worker_limits;

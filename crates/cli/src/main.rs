@@ -1,6 +1,6 @@
-//! The `sleet` binary: run a local demo, a driver, a worker, submit and follow jobs, print a
-//! job file, write a workload's input to Kafka, explain a result. The benchmarks are
-//! `sleet-bench` (crates/bench); this binary links none of them.
+//! The `sleet` binary: run a local demo, a driver, a worker, submit and follow jobs (job
+//! files or SQL scripts), print a job file, write a workload's input to Kafka, explain a
+//! result. The benchmarks are `sleet-bench` (crates/bench); this binary links none of them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
 use sleet_cli::state_report::{self, StateFullNotices};
-use sleet_cli::{client, demo, explain, ingest, interrupt, worker_limits};
+use sleet_cli::{client, demo, explain, ingest, interrupt, sql_file, worker_limits};
 use sleet_workloads::{duration_arg, gateway_job_file, gen_gateway, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
@@ -94,7 +94,8 @@ enum Command {
         #[arg(long, value_parser = duration_arg::seconds, default_value = "30s")]
         driver_reconnect: Duration,
     },
-    /// Submit a job file to a driver and follow it until it ends.
+    /// Submit a job to a driver and follow it until it ends: a job file (JSON), or a SQL
+    /// script (`.sql`: tables, settings and one query; an EXPLAIN script prints its plan).
     Submit {
         job_file: PathBuf,
         #[arg(long, default_value = "127.0.0.1:7077")]
@@ -107,6 +108,14 @@ enum Command {
         job: u64,
         #[arg(long, default_value = "127.0.0.1:7077")]
         driver: String,
+    },
+    /// Compile a SQL script and print its job file (or, for EXPLAIN or with --explain, its
+    /// logical and physical plan); errors name the line and column.
+    Sql {
+        script: PathBuf,
+        /// Print the plan the job runs as, not its job file.
+        #[arg(long)]
+        explain: bool,
     },
     /// Print a job file for a built-in workload, to edit and `submit`.
     Job {
@@ -252,9 +261,28 @@ async fn run(command: Command) -> Result<ExitCode> {
             };
             sleet_worker::run(config).await.context("worker failed")?;
         }
+        Command::Sql { script, explain } => {
+            let defaults = sql_file::SqlDefaults::here(sleet_wire::clock::now_ms())?;
+            match sql_file::read_sql_file(&script, &defaults)? {
+                sleet_sql::Compiled::Job(job) if !explain => println!("{}", job.to_json()),
+                compiled => print!("{}", sleet_sql::explain(compiled.job())?),
+            }
+        }
         Command::Submit { job_file, driver } => {
-            let text = std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
-            let job = sleet_cli::job_file::read_job_file(&job_file, &text)?;
+            let job = if sql_file::is_sql(&job_file) {
+                let defaults = sql_file::SqlDefaults::here(sleet_wire::clock::now_ms())?;
+                match sql_file::read_sql_file(&job_file, &defaults)? {
+                    sleet_sql::Compiled::Job(job) => job,
+                    sleet_sql::Compiled::Explain(job) => {
+                        print!("{}", sleet_sql::explain(&job)?);
+                        return Ok(ExitCode::SUCCESS);
+                    }
+                }
+            } else {
+                let text =
+                    std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
+                sleet_cli::job_file::read_job_file(&job_file, &text)?
+            };
             let mut notices = StateFullNotices::default();
             let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
             let summary = client::run_job(&driver, job, on_progress, interrupt::wait()).await?;

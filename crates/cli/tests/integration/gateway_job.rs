@@ -17,14 +17,14 @@ use sleet_plan::*;
 use sleet_workloads::gateway_check::{self, TOP_K};
 use sleet_workloads::gateway_job::{gateway_plan, GatewayJob, DAY_MS};
 
-const MINUTE_MS: i64 = 60_000;
-const GATEWAYS: u32 = 40;
+pub(crate) const MINUTE_MS: i64 = 60_000;
+pub(crate) const GATEWAYS: u32 = 40;
 /// Simulated time runs this much faster than the wall clock: a day in about 2 s.
-const SPEEDUP: u32 = 40_000;
+pub(crate) const SPEEDUP: u32 = 40_000;
 /// The gateways report for a day and a half of simulated time, across at least one midnight.
 const SIMULATED_SPAN_MS: i64 = 36 * 60 * MINUTE_MS;
 
-fn gateway_spec(encoding: GatewayEncoding, start_ms: i64) -> GatewaySourceSpec {
+pub(crate) fn gateway_spec(encoding: GatewayEncoding, start_ms: i64) -> GatewaySourceSpec {
     GatewaySourceSpec {
         seed: 7,
         gateways: GATEWAYS,
@@ -80,7 +80,7 @@ fn run(dir: &Path, spec: &GatewaySourceSpec, workers: u32, kill_at_ms: Option<i6
 }
 
 /// Runs the job file at `job` as `run` does.
-fn run_file(dir: &Path, job: &Path, workers: u32, kill_at_ms: Option<i64>) -> String {
+pub(crate) fn run_file(dir: &Path, job: &Path, workers: u32, kill_at_ms: Option<i64>) -> String {
     let log = std::fs::File::create(dir.join("driver.log")).expect("driver log");
     let checkpoints = dir.join("checkpoints").display().to_string();
     let expected_workers = workers.to_string();
@@ -102,7 +102,7 @@ fn run_file(dir: &Path, job: &Path, workers: u32, kill_at_ms: Option<i64>) -> St
 
 /// The job's final rankings against the truth: the top 10 of every day, and every gateway's
 /// total of every day (exact for `counter` and `cumulative`, within 0.1 % for `rate`).
-fn assert_matches_the_truth(dir: &Path, spec: &GatewaySourceSpec) {
+pub(crate) fn assert_matches_the_truth(dir: &Path, spec: &GatewaySourceSpec) {
     let end_ms = spec.drained_ms().expect("the gateways stop") + 1;
     let rankings = gateway_check::read_final_rankings(&dir.join("results")).expect("the sink's rankings");
     assert!(rankings.len() >= 2, "the run spans a midnight: {:?}", rankings.keys());
@@ -133,7 +133,7 @@ fn assert_matches_the_truth(dir: &Path, spec: &GatewaySourceSpec) {
     assert!(checked >= GATEWAYS as usize * 2, "every gateway on every day: {checked} totals checked");
 }
 
-fn start_ms() -> i64 {
+pub(crate) fn start_ms() -> i64 {
     (sleet_wire::clock::now_ms() + 3_000) / 100 * 100
 }
 

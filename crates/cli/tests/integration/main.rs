@@ -18,5 +18,6 @@ mod ingest;
 mod kafka;
 mod recovery;
 mod restart;
+mod sql;
 mod state_counters;
 mod state_recovery;

@@ -1,0 +1,166 @@
+//! `EXPLAIN`: a job's logical plan, node by node with its output columns, and the stages it
+//! runs as, with their exchanges and whether partial aggregation runs map-side.
+
+use std::fmt::Write;
+
+use sleet_plan::{
+    plan_stages, AggFunc, Aggregate, JobFile, Operator, PhysicalOp, PlanError, Schema, SinkSpec, SourceSpec,
+    StageInput, StageOutput, TableSpec,
+};
+
+use crate::types::sql_name;
+
+/// The text `EXPLAIN` prints for `job`.
+pub fn explain(job: &JobFile) -> Result<String, PlanError> {
+    let schemas = sleet_plan::validate::validate(&job.plan)?;
+    let mut text = String::from("logical plan\n");
+    for (index, (node, schema)) in job.plan.nodes.iter().zip(&schemas).enumerate() {
+        let _ = writeln!(text, "  {index:>2} {:<17} {}", node.operator.kind(), describe(&node.operator));
+        if index + 1 < job.plan.nodes.len() && !matches!(node.operator, Operator::Source { .. }) {
+            let _ = writeln!(text, "     {:<17} → {}", "", columns(schema));
+        }
+    }
+    let physical = plan_stages(&job.plan, job.settings.combine)?;
+    text.push_str("physical plan\n");
+    for stage in &physical.stages {
+        let input = match &stage.input {
+            StageInput::Source(spec) => format!("reads {}", source_name(spec)),
+            StageInput::Shuffle { from_stage, map_partitions } => {
+                format!("pulls one block from each of the {map_partitions} tasks of {from_stage}")
+            }
+        };
+        let output = match &stage.output {
+            StageOutput::Shuffle { keys, partitions } => {
+                format!("exchange: hash({}) into {partitions} partitions", keys.join(", "))
+            }
+            StageOutput::Sink(spec) => format!("writes {}", sink_name(spec)),
+        };
+        let ops: Vec<&str> = stage.ops.iter().map(PhysicalOp::kind).collect();
+        let _ = writeln!(
+            text,
+            "  {} ({} tasks per batch{})",
+            stage.id,
+            stage.partitions,
+            if stage.is_stateful() { ", stateful" } else { "" }
+        );
+        let _ = writeln!(text, "     {input}");
+        let _ = writeln!(text, "     {}", if ops.is_empty() { "(no operators)".to_string() } else { ops.join(" → ") });
+        let _ = writeln!(text, "     {output}");
+    }
+    let partial = physical
+        .stages
+        .iter()
+        .flat_map(|stage| &stage.ops)
+        .any(|op| matches!(op, PhysicalOp::PartialWindowAggregate { .. }));
+    let windowed = job.plan.nodes.iter().any(|node| matches!(node.operator, Operator::WindowAggregate { .. }));
+    if windowed {
+        let _ = writeln!(
+            text,
+            "partial aggregation map-side: {}",
+            match (partial, job.settings.combine) {
+                (true, _) => "yes (each map task folds its rows per window and key before the exchange)",
+                (false, false) => "no (SET 'combine' = 'false')",
+                (false, true) => "no (an aggregate here cannot be split)",
+            }
+        );
+    }
+    Ok(text)
+}
+
+fn columns(schema: &Schema) -> String {
+    schema
+        .fields
+        .iter()
+        .map(|field| format!("{} {}", field.name, sql_name(field.data_type)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(operator: &Operator) -> String {
+    match operator {
+        Operator::Source { spec } => source_name(spec),
+        Operator::DecodeJson { max_record_bytes, .. } => format!("JSON records of at most {max_record_bytes} bytes"),
+        Operator::DecodeAvro { max_record_bytes, .. } => format!("Avro records of at most {max_record_bytes} bytes"),
+        Operator::Filter { predicate } => format!("{predicate}"),
+        Operator::Project { columns } => columns
+            .iter()
+            .map(|(expr, name)| if expr.to_string() == *name { name.clone() } else { format!("{expr} AS {name}") })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Operator::Lookup { key, table, table_key, columns } => {
+            let table = match table {
+                TableSpec::YsbCampaigns { seed } => format!("ysb campaigns (seed {seed})"),
+                TableSpec::Csv { path, .. } => format!("csv {path}"),
+            };
+            format!("{key} = {table}.{table_key}, adds {}", columns.join(", "))
+        }
+        Operator::Exchange { keys, partitions } => format!("hash({}) into {partitions} partitions", keys.join(", ")),
+        Operator::WindowAggregate { window, keys, aggregates } => format!(
+            "tumbling {} ms on {} (lateness {} ms), by {}: {}",
+            window.size_ms,
+            window.time_column,
+            window.allowed_lateness_ms,
+            keys.join(", "),
+            aggregate_list(aggregates)
+        ),
+        Operator::Increments(spec) => format!(
+            "{} readings of {} per {}, in {} order (lateness {} ms, state ttl {} ms)",
+            format!("{:?}", spec.encoding).to_lowercase(),
+            spec.columns.join(", "),
+            spec.keys.join(", "),
+            spec.time_column,
+            spec.allowed_lateness_ms,
+            spec.ttl_ms
+        ),
+        Operator::KeyedAggregate(spec) => {
+            format!("by {}: {} (state ttl {} ms)", spec.keys.join(", "), aggregate_list(&spec.aggregates), spec.ttl_ms)
+        }
+        Operator::TopK(spec) => format!(
+            "top {} {} by {} per {}",
+            spec.k,
+            spec.keys.join(", "),
+            spec.order_by,
+            if spec.group.is_empty() { "(all)".to_string() } else { spec.group.join(", ") }
+        ),
+        Operator::Sink { spec } => sink_name(spec),
+    }
+}
+
+fn aggregate_list(aggregates: &[Aggregate]) -> String {
+    aggregates
+        .iter()
+        .map(|aggregate| {
+            let func = match aggregate.func {
+                AggFunc::Count => "COUNT",
+                AggFunc::Sum => "SUM",
+                AggFunc::Min => "MIN",
+                AggFunc::Max => "MAX",
+            };
+            format!("{func}({}) AS {}", aggregate.column.as_deref().unwrap_or("*"), aggregate.name)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn source_name(spec: &SourceSpec) -> String {
+    match spec {
+        SourceSpec::Ysb(spec) => {
+            format!("the ysb generator, {} events/s over {} partitions", spec.rate_per_s, spec.partitions)
+        }
+        SourceSpec::Numbers(spec) => format!("the numbers generator, {} partitions", spec.partitions),
+        SourceSpec::Kafka(spec) => format!("Kafka topic {} on {}", spec.topic, spec.brokers),
+        SourceSpec::Files(spec) => format!("JSON lines files {}", spec.path),
+        SourceSpec::Gateway(spec) => {
+            format!("the gateway generator, {} gateways over {} partitions", spec.gateways, spec.partitions)
+        }
+    }
+}
+
+fn sink_name(spec: &SinkSpec) -> String {
+    match spec {
+        SinkSpec::Stdout => "stdout".into(),
+        SinkSpec::JsonLines { dir } => format!("JSON lines under {dir}"),
+        SinkSpec::Discard => "nowhere (blackhole)".into(),
+        SinkSpec::Kafka { topic, brokers, .. } => format!("Kafka topic {topic} on {brokers}"),
+    }
+}
