@@ -36,6 +36,7 @@ pub mod partition;
 pub mod pipeline;
 
 pub mod records;
+mod scalar_functions;
 pub mod state;
 mod state_clock;
 pub mod top_k;

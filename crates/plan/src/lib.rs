@@ -21,6 +21,7 @@ pub mod avro;
 pub mod builder;
 pub mod error;
 pub mod expr;
+pub mod expr_type;
 pub mod gateway;
 pub mod job;
 pub mod node;
@@ -32,7 +33,7 @@ pub mod validate;
 pub use avro::AvroSchemaSource;
 pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
-pub use expr::{col, lit, BinaryOp, Expr, Scalar};
+pub use expr::{col, lit, BinaryOp, CaseBranch, Expr, ExprTypeError, Scalar, ScalarFunction};
 pub use gateway::{GatewayEncoding, GatewayFormat, GatewaySourceSpec};
 pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
 pub use node::{

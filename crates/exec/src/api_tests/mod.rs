@@ -5,4 +5,6 @@
 //! they use nothing that is not public.
 
 mod avro;
+mod expr_functions;
+mod expr_reference;
 mod state_gateway_plan;
