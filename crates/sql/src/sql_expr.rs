@@ -2,10 +2,11 @@
 //! written in. After an aggregate, an expression that is a grouping expression or an
 //! aggregate call stands for the aggregate's output column (`Replacements`).
 
+use sleet_plan::expr::ScalarFunction;
 use sleet_plan::{col, lit, BinaryOp, DataType, Expr as PlanExpr, Scalar};
 use sqlparser::ast::{
-    BinaryOperator, CastKind, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, InTarget, UnaryOperator,
-    Value,
+    BinaryOperator, CastKind, CeilFloorKind, DateTimeField, Expr, Function, FunctionArg, FunctionArgExpr,
+    FunctionArguments, InTarget, TrimWhereField, UnaryOperator, Value,
 };
 
 use crate::error::{Position, SqlError, SqlErrorKind};
@@ -185,10 +186,14 @@ impl<'a> Translator<'a> {
             Expr::UnaryOp { op: UnaryOperator::Minus, expr } => match self.translate(expr)? {
                 PlanExpr::Literal(Scalar::Int64(value)) => Ok(lit(-value)),
                 PlanExpr::Literal(Scalar::Float64(value)) => Ok(lit(-value)),
-                other => Ok(lit(0i64).subtract(other)),
+                other => Ok(other.negate()),
             },
             Expr::Cast { kind: CastKind::Cast | CastKind::DoubleColon, expr: inner, data_type, format: None } => {
                 let to = types::plan_type(data_type).map_err(|reason| SqlError::unsupported(at, reason))?;
+                // A NULL has the type it is cast to; elsewhere it would have none.
+                if matches!(inner.as_ref(), Expr::Value(value) if value.value == Value::Null) {
+                    return Ok(PlanExpr::Literal(Scalar::Null(to)));
+                }
                 Ok(self.translate(inner)?.cast(to))
             }
             Expr::Between { expr: inner, negated, low, high } => {
@@ -197,17 +202,54 @@ impl<'a> Translator<'a> {
                 Ok(if *negated { within.not() } else { within })
             }
             Expr::In { expr: inner, target: InTarget::List(list), negated, .. } => {
-                let value = self.translate(inner)?;
-                let mut any: Option<PlanExpr> = None;
-                for item in list {
-                    let equal = value.clone().eq(self.translate(item)?);
-                    any = Some(match any {
-                        None => equal,
-                        Some(before) => before.or(equal),
-                    });
+                if list.is_empty() {
+                    return Err(SqlError::invalid(at, "IN () needs at least one value"));
                 }
-                let any = any.ok_or_else(|| SqlError::invalid(at, "IN () needs at least one value"))?;
-                Ok(if *negated { any.not() } else { any })
+                let value = self.translate(inner)?;
+                let list = list.iter().map(|item| self.translate(item)).collect::<Result<Vec<_>, _>>()?;
+                Ok(if *negated { value.not_in_list(list) } else { value.in_list(list) })
+            }
+            Expr::IsNull(inner) => Ok(self.translate(inner)?.is_null()),
+            Expr::IsNotNull(inner) => Ok(self.translate(inner)?.is_not_null()),
+            Expr::Like { negated, any: false, expr: inner, pattern, escape_char: None } => {
+                let (value, pattern) = (self.translate(inner)?, self.translate(pattern)?);
+                Ok(if *negated { value.not_like(pattern) } else { value.like(pattern) })
+            }
+            Expr::Case { operand, conditions, else_result, .. } => {
+                let branches = conditions
+                    .iter()
+                    .map(|when| Ok((self.translate(&when.condition)?, self.translate(&when.result)?)))
+                    .collect::<Result<Vec<_>, SqlError>>()?;
+                let otherwise = else_result.as_ref().map(|result| self.translate(result)).transpose()?;
+                Ok(match operand {
+                    Some(operand) => PlanExpr::simple_case(self.translate(operand)?, branches, otherwise),
+                    None => PlanExpr::case(branches, otherwise),
+                })
+            }
+            Expr::Substring { expr: inner, substring_from, substring_for, .. } => {
+                let mut args = vec![self.translate(inner)?];
+                args.push(match substring_from {
+                    Some(from) => self.translate(from)?,
+                    None => lit(1i64),
+                });
+                if let Some(length) = substring_for {
+                    args.push(self.translate(length)?);
+                }
+                Ok(PlanExpr::call(ScalarFunction::Substring, args))
+            }
+            Expr::Trim { trim_where, trim_what: None, expr: inner, trim_characters: None } => {
+                let function = match trim_where {
+                    None | Some(TrimWhereField::Both) => ScalarFunction::Trim,
+                    Some(TrimWhereField::Leading) => ScalarFunction::Ltrim,
+                    Some(TrimWhereField::Trailing) => ScalarFunction::Rtrim,
+                };
+                Ok(PlanExpr::call(function, [self.translate(inner)?]))
+            }
+            Expr::Ceil { expr: inner, field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime) } => {
+                Ok(PlanExpr::call(ScalarFunction::Ceil, [self.translate(inner)?]))
+            }
+            Expr::Floor { expr: inner, field: CeilFloorKind::DateTimeField(DateTimeField::NoDateTime) } => {
+                Ok(PlanExpr::call(ScalarFunction::Floor, [self.translate(inner)?]))
             }
             Expr::Function(function) if is_aggregate_call(expr) => Err(SqlError::invalid(
                 at,
@@ -223,15 +265,35 @@ impl<'a> Translator<'a> {
                      DESC) filtered by `<= N` in an outer query, as a top-N"
                 ),
             )),
-            Expr::Function(function) => Err(SqlError::new(
-                at,
-                SqlErrorKind::UnknownFunction {
-                    name: function.name.to_string(),
-                    known: format!("CAST and the aggregates {}", AGGREGATES.join(", ").to_uppercase()),
-                },
-            )),
+            Expr::Function(function) => self.scalar_call(function, at),
             other => Err(SqlError::unsupported(at, format!("the expression `{other}`"))),
         }
+    }
+
+    fn scalar_call(&self, function: &Function, at: Position) -> Result<PlanExpr, SqlError> {
+        let name = function_name(function);
+        let Some(scalar) = ScalarFunction::from_name(&name) else {
+            let mut known: Vec<&str> = ScalarFunction::ALL.iter().map(|function| function.name()).collect();
+            known.extend(AGGREGATES);
+            return Err(SqlError::new(
+                at,
+                SqlErrorKind::UnknownFunction { name: function.name.to_string(), known: known.join(", ") },
+            ));
+        };
+        if function.filter.is_some() || !function.within_group.is_empty() || function.null_treatment.is_some() {
+            return Err(SqlError::unsupported(at, format!("the clauses of `{function}`")));
+        }
+        let mut args = Vec::new();
+        for argument in function_arguments(function) {
+            let expr = match argument {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => expr,
+                other => {
+                    return Err(SqlError::unsupported(at, format!("the argument `{other}` of {}", name.to_uppercase())))
+                }
+            };
+            args.push(self.translate(expr)?);
+        }
+        Ok(PlanExpr::call(scalar, args))
     }
 
     fn column(&self, parts: &[sqlparser::ast::Ident], at: Position) -> Result<PlanExpr, SqlError> {
@@ -257,7 +319,7 @@ fn literal(value: &Value, at: Position) -> Result<PlanExpr, SqlError> {
         },
         Value::SingleQuotedString(text) => Ok(lit(text.as_str())),
         Value::Boolean(flag) => Ok(lit(*flag)),
-        Value::Null => Err(SqlError::unsupported(at, "a NULL literal")),
+        Value::Null => Err(SqlError::unsupported(at, "an untyped NULL; write CAST(NULL AS type)")),
         other => Err(SqlError::unsupported(at, format!("the literal {other}"))),
     }
 }
@@ -277,6 +339,7 @@ fn binary_op(op: &BinaryOperator) -> Option<BinaryOp> {
         BinaryOperator::GtEq => BinaryOp::GtEq,
         BinaryOperator::And => BinaryOp::And,
         BinaryOperator::Or => BinaryOp::Or,
+        BinaryOperator::StringConcat => BinaryOp::Concat,
         _ => return None,
     })
 }

@@ -100,6 +100,26 @@ fn a_plain_query_is_a_single_stage_with_its_projection() {
 }
 
 #[test]
+fn scalar_expressions_plan_onto_the_plan_s_functions() {
+    let compiled = compile_text(&format!(
+        "{EVENTS}SELECT upper(ad_id) || '-' || SUBSTRING(event_type FROM 1 FOR 2) AS tag,
+                CASE WHEN price IS NULL THEN 0.0 WHEN price > 10 THEN price * 0.908 ELSE -price END AS adjusted,
+                CASE event_type WHEN 'view' THEN 1 ELSE 0 END AS is_view,
+                COALESCE(price, CAST(NULL AS DOUBLE), 1) AS filled, round(price, 1) AS rounded
+         FROM events WHERE ad_id LIKE 'ad-%' AND price IS NOT NULL AND event_type NOT IN ('click')"
+    ))
+    .unwrap();
+    let Operator::Project { columns } = &compiled.job().plan.nodes[3].operator else {
+        panic!("a projection after the filter: {:?}", compiled.job().plan.nodes)
+    };
+    let texts: Vec<String> = columns.iter().map(|(expr, name)| format!("{name} = {expr}")).collect();
+    assert_eq!(texts.len(), 5, "{texts:?}");
+    assert!(texts[0].contains("upper(ad_id)") && texts[0].contains("substring(event_type, 1, 2)"), "{texts:?}");
+    assert!(texts[1].starts_with("adjusted = CASE"), "{texts:?}");
+    check_query_error("SELECT CASE WHEN price > 1 THEN 'big' ELSE 0 END FROM events", 1, 8, "CASE");
+}
+
+#[test]
 fn insert_into_a_sink_table_renames_by_position_and_checks_types() {
     let ok = compile_text(&format!(
         "{EVENTS}CREATE TABLE out (ad VARCHAR, kind VARCHAR) WITH (connector = 'files', path = '/tmp/out');
@@ -132,7 +152,7 @@ fn syntax_errors_point_where_the_parser_stopped() {
 fn unknown_names_are_named_with_what_is_there() {
     check_query_error("SELECT ad_id FROM evnets", 1, 19, "unknown table `evnets` (declared: campaigns, events)");
     check_query_error("SELECT ad_id FROM events\nWHERE evnet_type = 'view'", 2, 7, "unknown column `evnet_type`");
-    check_query_error("SELECT lower(ad_id) FROM events", 1, 8, "unknown function `lower`");
+    check_query_error("SELECT lowr(ad_id) FROM events", 1, 8, "unknown function `lowr` (sleet has: coalesce, lower,");
     check_query_error(
         "CREATE TABLE ads (ad_id VARCHAR, event_type VARCHAR) WITH (connector = 'csv', path = 'ads.csv');\nSELECT e.ad_id FROM events e JOIN ads a ON e.ad_id = a.ad_id",
         2,
@@ -171,7 +191,8 @@ fn every_unsupported_construct_is_named() {
         ("SELECT ad_id FROM events WHERE ad_id IN (SELECT ad_id FROM campaigns)", 32, "the expression `ad_id IN (SELECT"),
         ("SELECT ROW_NUMBER() OVER (ORDER BY price) AS r FROM events", 8, "the window function"),
         ("SELECT ad_id FROM TABLE(HOP(TABLE events, DESCRIPTOR(event_time), INTERVAL '1' SECOND, INTERVAL '2' SECOND))", 25, "HOP"),
-        ("SELECT ad_id FROM events WHERE ad_id = NULL", 40, "a NULL literal"),
+        ("SELECT ad_id FROM events WHERE ad_id = NULL", 40, "an untyped NULL"),
+        ("SELECT ad_id FROM events WHERE ad_id ILIKE 'a%'", 32, "the expression `ad_id ILIKE"),
     ];
     for (query, column, expected) in cases {
         check_query_error(query, 1, *column, expected);
