@@ -23,6 +23,7 @@ pub mod error;
 pub mod expr;
 pub mod gateway;
 pub mod job;
+pub mod nexmark;
 pub mod node;
 pub mod physical;
 pub mod schema;
@@ -35,6 +36,7 @@ pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, Expr, Scalar};
 pub use gateway::{GatewayEncoding, GatewayFormat, GatewaySourceSpec};
 pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
+pub use nexmark::{NexmarkSourceSpec, NexmarkTable};
 pub use node::{
     default_max_records_per_batch, AggFunc, Aggregate, EventTimeSource, FileSourceSpec, KafkaSourceSpec, KafkaStart,
     Node, NumbersSourceSpec, Operator, Plan, ReplayedBatches, SinkSpec, SourceRange, SourceSpec, TableSpec, WindowSpec,
