@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
 use sleet_cli::state_report::{self, StateFullNotices};
 use sleet_cli::{client, demo, explain, ingest, interrupt, sql_file, worker_limits};
-use sleet_workloads::{duration_arg, gateway_job_file, gen_gateway, gen_ysb, ysb_input, ysb_job};
+use sleet_workloads::{duration_arg, gateway_job_file, gen_gateway, gen_nexmark, gen_ysb, ysb_input, ysb_job};
 
 /// Tasks allocate on a monotask thread and free on the async thread; glibc's allocator spends
 /// a fifth of a small task's time consolidating such cross-thread frees, mimalloc a fraction.
@@ -176,6 +176,10 @@ enum GenWorkload {
     /// by gateway_id, to a Kafka topic. Prints what it sent as JSON on stdout: every
     /// parameter the ground truth is recomputed from.
     Gateway(gen_gateway::GenGatewayArgs),
+    /// Nexmark's persons, auctions and bids (or the kinds of --tables), one JSON record per
+    /// event, to a Kafka topic. Prints what it wrote as JSON on stdout: the generator's spec
+    /// and time range, from which the ground truth is recomputed.
+    Nexmark(gen_nexmark::GenNexmarkArgs),
 }
 
 fn main() -> ExitCode {
@@ -324,6 +328,10 @@ async fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Gen { workload: GenWorkload::Gateway(args) } => {
             let produced = tokio::task::spawn_blocking(move || gen_gateway::run(&args)).await??;
+            println!("{}", serde_json::to_string(&produced)?);
+        }
+        Command::Gen { workload: GenWorkload::Nexmark(args) } => {
+            let produced = tokio::task::spawn_blocking(move || gen_nexmark::run(&args)).await??;
             println!("{}", serde_json::to_string(&produced)?);
         }
     }

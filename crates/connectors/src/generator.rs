@@ -8,6 +8,7 @@ use sleet_plan::SourceRange;
 
 use crate::error::ConnectorError;
 use crate::gateway::GatewayGenerator;
+use crate::nexmark::NexmarkGenerator;
 use crate::numbers::NumbersGenerator;
 use crate::source::Source;
 use crate::ysb::YsbGenerator;
@@ -16,6 +17,8 @@ pub enum Generator {
     Ysb(YsbGenerator),
     Numbers(NumbersGenerator),
     Gateway(GatewayGenerator),
+    /// Boxed: the generator carries the crate's whole configuration, word lists included.
+    Nexmark(Box<NexmarkGenerator>),
 }
 
 impl Generator {
@@ -25,6 +28,7 @@ impl Generator {
             Generator::Ysb(generator) => generator.generate(start_ms, end_ms, out),
             Generator::Numbers(generator) => generator.generate(start_ms, end_ms, out),
             Generator::Gateway(generator) => generator.generate(start_ms, end_ms, out),
+            Generator::Nexmark(generator) => generator.generate(start_ms, end_ms, out),
         }
     }
 }

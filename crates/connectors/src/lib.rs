@@ -5,7 +5,8 @@
 //!    ├─ generator::Generator (seed, partition, time range), cpu
 //!    │    ├─ ysb::YsbGenerator          ysb events at a fixed rate
 //!    │    ├─ numbers::NumbersGenerator  per batch, a fixed count of numbers summed per key
-//!    │    └─ gateway::GatewayGenerator  gateways' traffic readings, some late, by delivery time
+//!    │    ├─ gateway::GatewayGenerator  gateways' traffic readings, some late, by delivery time
+//!    │    └─ nexmark::NexmarkGenerator  Nexmark's persons, auctions and bids, by event time
 //!    ├─ kafka_source::KafkaSource       a topic partition by offset range, prefetched, net
 //!    └─ file_source::FileSource         a JSON-lines file by byte range, disk
 //!  open::open_source(spec, partition) ──▶ the source above (the one module that knows them all)
@@ -27,6 +28,7 @@ pub mod file_source;
 pub mod gateway;
 pub mod generator;
 pub mod kafka_source;
+pub mod nexmark;
 pub mod numbers;
 pub mod open;
 pub mod resolve;

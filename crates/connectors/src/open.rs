@@ -9,6 +9,7 @@ use crate::file_source::FileSource;
 use crate::gateway::GatewayGenerator;
 use crate::generator::Generator;
 use crate::kafka_source::KafkaSource;
+use crate::nexmark::NexmarkGenerator;
 use crate::numbers::NumbersGenerator;
 use crate::source::Source;
 use crate::ysb::YsbGenerator;
@@ -21,5 +22,8 @@ pub fn open_source(spec: &SourceSpec, partition: u32) -> Arc<dyn Source> {
         SourceSpec::Kafka(kafka) => Arc::new(KafkaSource::new(kafka, partition)),
         SourceSpec::Files(files) => Arc::new(FileSource::new(files, partition)),
         SourceSpec::Gateway(gateway) => Arc::new(Generator::Gateway(GatewayGenerator::new(gateway, partition))),
+        SourceSpec::Nexmark(nexmark) => {
+            Arc::new(Generator::Nexmark(Box::new(NexmarkGenerator::new(nexmark, partition))))
+        }
     }
 }

@@ -15,7 +15,7 @@ use crate::file_source::partitions_of;
 /// one that was given. Blocking: it talks to brokers and the file system.
 pub fn resolve_source(spec: &mut SourceSpec) -> Result<(), ConnectorError> {
     match spec {
-        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) => Ok(()),
+        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) | SourceSpec::Nexmark(_) => Ok(()),
         SourceSpec::Kafka(kafka) => resolve_kafka(kafka).map_err(|error| ConnectorError::External {
             what: format!("Kafka source (topic `{}` on {})", kafka.topic, kafka.brokers),
             reason: error.to_string(),

@@ -151,7 +151,10 @@ pub fn skip_reused(
                 files.start_bytes[partition] = end;
                 true
             }
-            (SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_), SourceRange::Time { .. }) => true,
+            (
+                SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) | SourceSpec::Nexmark(_),
+                SourceRange::Time { .. },
+            ) => true,
             _ => false,
         };
         if positioned {
@@ -186,7 +189,7 @@ pub fn resume_source(spec: &SourceSpec, checkpoint: &CheckpointRecord) -> Source
                 .collect();
             SourceSpec::Files(sleet_plan::FileSourceSpec { start_bytes, ..files.clone() })
         }
-        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) => spec.clone(),
+        SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) | SourceSpec::Nexmark(_) => spec.clone(),
     }
 }
 

@@ -24,6 +24,7 @@ pub mod expr;
 pub mod expr_type;
 pub mod gateway;
 pub mod job;
+pub mod nexmark;
 pub mod node;
 pub mod physical;
 pub mod schema;
@@ -36,6 +37,7 @@ pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, CaseBranch, Expr, ExprTypeError, Scalar, ScalarFunction};
 pub use gateway::{GatewayEncoding, GatewayFormat, GatewaySourceSpec};
 pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
+pub use nexmark::{NexmarkSourceSpec, NexmarkTable};
 pub use node::{
     default_max_records_per_batch, AggFunc, Aggregate, EventTimeSource, FileSourceSpec, KafkaSourceSpec, KafkaStart,
     Node, NumbersSourceSpec, Operator, Plan, ReplayedBatches, SinkSpec, SourceRange, SourceSpec, TableSpec, WindowSpec,

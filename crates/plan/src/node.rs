@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::avro::AvroSchemaSource;
 use crate::expr::Expr;
 use crate::gateway::GatewaySourceSpec;
+use crate::nexmark::NexmarkSourceSpec;
 use crate::schema::{DataType, Field, Schema};
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
 
@@ -156,6 +157,7 @@ pub enum SourceSpec {
     Kafka(KafkaSourceSpec),
     Files(FileSourceSpec),
     Gateway(GatewaySourceSpec),
+    Nexmark(NexmarkSourceSpec),
 }
 
 impl SourceSpec {
@@ -165,7 +167,7 @@ impl SourceSpec {
     pub fn reads_in_order(&self) -> bool {
         match self {
             SourceSpec::Kafka(_) | SourceSpec::Files(_) => true,
-            SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) => false,
+            SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Gateway(_) | SourceSpec::Nexmark(_) => false,
         }
     }
 
@@ -176,6 +178,7 @@ impl SourceSpec {
             SourceSpec::Kafka(spec) => spec.partitions,
             SourceSpec::Files(spec) => spec.partitions,
             SourceSpec::Gateway(spec) => spec.partitions,
+            SourceSpec::Nexmark(spec) => spec.partitions,
         }
     }
 }

@@ -153,6 +153,12 @@ fn source_name(spec: &SourceSpec) -> String {
         SourceSpec::Gateway(spec) => {
             format!("the gateway generator, {} gateways over {} partitions", spec.gateways, spec.partitions)
         }
+        SourceSpec::Nexmark(spec) => format!(
+            "the Nexmark generator's {}, {} events/s over {} partitions",
+            spec.tables.iter().map(|table| table.as_str()).collect::<Vec<_>>().join(", "),
+            spec.rate_per_s,
+            spec.partitions
+        ),
     }
 }
 

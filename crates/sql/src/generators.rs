@@ -1,7 +1,10 @@
 //! `connector = 'generator'`: the built-in workloads as tables, so a query runs with no
 //! outside service. `kind` picks the generator; its options are the fields of its source spec.
 
-use sleet_plan::{DataType, GatewayEncoding, GatewayFormat, GatewaySourceSpec, SourceSpec, YsbSourceSpec};
+use sleet_plan::{
+    DataType, GatewayEncoding, GatewayFormat, GatewaySourceSpec, NexmarkSourceSpec, NexmarkTable, SourceSpec,
+    YsbSourceSpec,
+};
 
 use crate::catalog::{Column, Connector, Format};
 use crate::error::SqlError;
@@ -22,7 +25,9 @@ pub fn generator_of(
         .take_parsed("max_record_bytes", "a whole number of bytes")?
         .unwrap_or_else(sleet_plan::node::default_max_record_bytes);
     let json = Format::Json { max_record_bytes };
-    let seed = options.take_parsed("seed", "a whole number")?.unwrap_or(1);
+    let seed: Option<u64> = options.take_parsed("seed", "a whole number")?;
+    let seed_given = seed.is_some();
+    let seed = seed.unwrap_or(1);
     match kind.to_ascii_lowercase().as_str() {
         "ysb" => {
             let spec = YsbSourceSpec {
@@ -126,10 +131,71 @@ pub fn generator_of(
             )?;
             Ok((Connector::Generator(SourceSpec::Gateway(spec)), decode))
         }
+        "nexmark" => {
+            if seed_given {
+                return Err(options.bad(
+                    "seed",
+                    options.at(),
+                    "the Nexmark model has no seed: its stream is fixed by its parameters",
+                ));
+            }
+            let mut spec = NexmarkSourceSpec::new(
+                options.take_parsed("start_ms", "ms since the epoch")?.unwrap_or(context.start_ms),
+            );
+            if let Some(rate) = options.take_parsed("rate", "events per second, a whole number")? {
+                spec.rate_per_s = rate;
+            }
+            spec.partitions = partitions(options)?;
+            if let Some((tables, at)) = options.take("tables") {
+                let mut chosen = Vec::new();
+                for name in tables.split(',') {
+                    let table = NexmarkTable::ALL
+                        .into_iter()
+                        .find(|table| table.as_str().eq_ignore_ascii_case(name.trim()))
+                        .ok_or_else(|| {
+                            options.bad("tables", at, format!("'{}' is not person, auction or bid", name.trim()))
+                        })?;
+                    chosen.push(table);
+                }
+                spec.tables = chosen;
+            }
+            spec.max_events = options.take_parsed("max_events", "a whole number of events")?;
+            let model: [(&str, &mut u32); 5] = [
+                ("active_people", &mut spec.active_people),
+                ("in_flight_auctions", &mut spec.in_flight_auctions),
+                ("hot_seller_ratio", &mut spec.hot_seller_ratio),
+                ("hot_auction_ratio", &mut spec.hot_auction_ratio),
+                ("hot_bidder_ratio", &mut spec.hot_bidder_ratio),
+            ];
+            for (option, field) in model {
+                if let Some(value) = options.take_parsed(option, "a whole number ≥ 1")? {
+                    *field = value;
+                }
+            }
+            options.finish(
+                "generator (nexmark)",
+                &[
+                    "connector",
+                    "kind",
+                    "start_ms",
+                    "rate",
+                    "partitions",
+                    "tables",
+                    "max_events",
+                    "active_people",
+                    "in_flight_auctions",
+                    "hot_seller_ratio",
+                    "hot_auction_ratio",
+                    "hot_bidder_ratio",
+                    "max_record_bytes",
+                ],
+            )?;
+            Ok((Connector::Generator(SourceSpec::Nexmark(spec)), json))
+        }
         other => Err(options.bad(
             "kind",
             kind_at,
-            format!("unknown generator '{other}' (sleet has ysb, ysb_campaigns, gateway)"),
+            format!("unknown generator '{other}' (sleet has ysb, ysb_campaigns, gateway, nexmark)"),
         )),
     }
 }

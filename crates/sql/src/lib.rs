@@ -197,11 +197,13 @@ fn plan_statement(
     nodes.push(Node { operator: Operator::Sink { spec: sink } });
     let mut settings = job_settings.clone();
     if settings.start_ms.is_none() {
-        // A generator that simulates time from a start should have its batches start there.
-        if let Some(Operator::Source { spec: SourceSpec::Gateway(gateway) }) = nodes.first().map(|node| &node.operator)
-        {
-            settings.start_ms = Some(gateway.start_ms);
-        }
+        // A generator whose event time starts at a given instant should have its batches
+        // start there, or the first batches would miss its first events.
+        settings.start_ms = match nodes.first().map(|node| &node.operator) {
+            Some(Operator::Source { spec: SourceSpec::Gateway(gateway) }) => Some(gateway.start_ms),
+            Some(Operator::Source { spec: SourceSpec::Nexmark(nexmark) }) => Some(nexmark.start_ms),
+            _ => None,
+        };
     }
     let job = JobFile { plan: Plan { name, nodes }, settings };
     job.check().map_err(|error| SqlError::new(at, SqlErrorKind::Plan(error)))?;

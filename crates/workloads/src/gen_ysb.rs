@@ -110,26 +110,103 @@ pub fn run(args: &GenYsbArgs) -> Result<Produced> {
             (start, start + args.duration.as_millis() as i64, true)
         }
     };
-    let expected: u64 = (0..args.partitions).map(|p| event_range(&spec, p, start_ms, end_ms).count() as u64).sum();
-    eprintln!(
-        "gen ysb: {} events of [{start_ms}, {end_ms}) ms to {}/{} ({} partitions){}",
-        expected,
-        args.brokers,
-        args.topic,
-        args.partitions,
-        if live { format!(", live at {} events/s", args.rate) } else { ", as fast as the broker takes them".into() }
-    );
+    let events: u64 = (0..args.partitions).map(|p| event_range(&spec, p, start_ms, end_ms).count() as u64).sum();
+    let run = ProduceRun {
+        command: "gen ysb",
+        brokers: &args.brokers,
+        topic: &args.topic,
+        partitions: args.partitions,
+        range: (start_ms, end_ms),
+        live_rate: live.then_some(args.rate),
+        records: events,
+        what: format!("{events} events"),
+    };
+    let elapsed_s = run.produce(|partition| YsbGenerator::new(&spec, partition))?;
+    Ok(Produced { topic: args.topic.clone(), spec, start_ms, end_ms, events, elapsed_s })
+}
+
+/// The smallest end (whole ms) whose range from `start` holds at least `count` events.
+fn end_for_count(spec: &YsbSourceSpec, start: i64, count: u64) -> i64 {
+    let total =
+        |end: i64| -> u64 { (0..spec.partitions).map(|p| event_range(spec, p, start, end).count() as u64).sum() };
+    start + crate::backlog::shortest_length(count, |length| total(start + length))
+}
+
+/// One generator partition's records of an event-time range, as a `gen` command writes them.
+pub(crate) trait PartitionGenerator: Send + 'static {
+    fn generate(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> u64;
+}
+
+impl PartitionGenerator for YsbGenerator {
+    fn generate(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> u64 {
+        YsbGenerator::generate(self, start_ms, end_ms, out)
+    }
+}
+
+/// A `gen` command's run to Kafka: generator partition `p`'s records of `range` to partition
+/// `p` of the topic.
+pub(crate) struct ProduceRun<'a> {
+    /// How its lines on stderr start (`gen ysb`).
+    pub command: &'a str,
+    pub brokers: &'a str,
+    pub topic: &'a str,
+    pub partitions: u32,
+    /// Event time, `[start_ms, end_ms)`.
+    pub range: (i64, i64),
+    /// Live, each step once its time has passed, announced at this rate in events/s; or, if
+    /// none, a backlog as fast as the broker takes it.
+    pub live_rate: Option<u64>,
+    /// The records the range holds over all partitions: the run fails if it wrote others.
+    pub records: u64,
+    /// What the run writes, for its first line (`1000 events`).
+    pub what: String,
+}
+
+impl ProduceRun<'_> {
+    /// Announces the run, writes it with a thread per partition (progress on stderr every
+    /// second), checks that it wrote `records` and says how fast. Returns the seconds it took.
+    pub(crate) fn produce<G: PartitionGenerator>(&self, generator_of: impl Fn(u32) -> G) -> Result<f64> {
+        let ((start_ms, end_ms), command, what) = (self.range, self.command, &self.what);
+        eprintln!(
+            "{command}: {what} of [{start_ms}, {end_ms}) ms to {}/{} ({} partitions){}",
+            self.brokers,
+            self.topic,
+            self.partitions,
+            match self.live_rate {
+                Some(rate) => format!(", live at {rate} events/s"),
+                None => ", as fast as the broker takes them".into(),
+            }
+        );
+        let started = Instant::now();
+        let written = produce_partitions(self, generator_of)?;
+        let expected = self.records;
+        anyhow::ensure!(written == expected, "wrote {written} records, expected {expected}");
+        let elapsed_s = started.elapsed().as_secs_f64();
+        eprintln!(
+            "{command}: wrote {written} records in {elapsed_s:.1} s ({:.0} records/s)",
+            written as f64 / elapsed_s
+        );
+        Ok(elapsed_s)
+    }
+}
+
+/// Returns the records written, or the first partition's failure.
+fn produce_partitions<G: PartitionGenerator>(run: &ProduceRun, generator_of: impl Fn(u32) -> G) -> Result<u64> {
+    let (brokers, topic, live) = (run.brokers, run.topic, run.live_rate.is_some());
+    let (start_ms, end_ms) = run.range;
     let written = Arc::new(AtomicU64::new(0));
     let behind_ms = Arc::new(AtomicI64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
-    let handles: Vec<_> = (0..args.partitions)
+    let handles: Vec<_> = (0..run.partitions)
         .map(|partition| {
-            let (spec, brokers, topic) = (spec.clone(), args.brokers.clone(), args.topic.clone());
+            let generator = generator_of(partition);
+            let (brokers, topic) = (brokers.to_string(), topic.to_string());
             let (written, behind_ms) = (Arc::clone(&written), Arc::clone(&behind_ms));
             std::thread::spawn(move || -> Result<()> {
                 let mut producer = Producer::new(&brokers, &topic)?;
-                produce_partition(&mut producer, &spec, partition, start_ms, end_ms, live, &written, &behind_ms)
+                let range = (start_ms, end_ms);
+                produce_partition(&mut producer, &generator, partition, range, live, &written, &behind_ms)
             })
         })
         .collect();
@@ -146,7 +223,7 @@ pub fn run(args: &GenYsbArgs) -> Result<Produced> {
                 }
                 let now = written.load(Ordering::Relaxed);
                 eprintln!(
-                    "  [{:>4} s] {now:>11} events written ({:>9} /s){}",
+                    "  [{:>4} s] {now:>11} records written ({:>9} /s){}",
                     started.elapsed().as_secs(),
                     now - last,
                     if live { format!(", {} ms behind", behind_ms.load(Ordering::Relaxed)) } else { String::new() }
@@ -159,37 +236,20 @@ pub fn run(args: &GenYsbArgs) -> Result<Produced> {
     done.store(true, Ordering::SeqCst);
     let _ = progress.join();
     if let Some(error) = failure {
-        return Err(error.context(format!("producing to {}/{}", args.brokers, args.topic)));
+        return Err(error.context(format!("producing to {brokers}/{topic}")));
     }
-    let events = written.load(Ordering::SeqCst);
-    anyhow::ensure!(events == expected, "wrote {events} events, expected {expected}");
-    let elapsed_s = started.elapsed().as_secs_f64();
-    eprintln!("gen ysb: wrote {events} events in {elapsed_s:.1} s ({:.0} events/s)", events as f64 / elapsed_s);
-    Ok(Produced { topic: args.topic.clone(), spec, start_ms, end_ms, events, elapsed_s })
+    Ok(written.load(Ordering::SeqCst))
 }
 
-/// The smallest end (whole ms) whose range from `start` holds at least `count` events.
-fn end_for_count(spec: &YsbSourceSpec, start: i64, count: u64) -> i64 {
-    let total =
-        |end: i64| -> u64 { (0..spec.partitions).map(|p| event_range(spec, p, start, end).count() as u64).sum() };
-    start + crate::backlog::shortest_length(count, |length| total(start + length))
-}
-
-#[allow(
-    clippy::too_many_arguments,
-    reason = "a partition thread's whole input: a struct of it would be built and taken apart at the one call"
-)]
 fn produce_partition(
     producer: &mut Producer,
-    spec: &YsbSourceSpec,
+    generator: &dyn PartitionGenerator,
     partition: u32,
-    start_ms: i64,
-    end_ms: i64,
+    (start_ms, end_ms): (i64, i64),
     live: bool,
     written: &AtomicU64,
     behind_ms: &AtomicI64,
 ) -> Result<()> {
-    let generator = YsbGenerator::new(spec, partition);
     let mut batch = Producer::new_batch();
     let mut records = RawRecords::new();
     let step = if live { LIVE_STEP_MS } else { PRELOAD_STEP_MS };

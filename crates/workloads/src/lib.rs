@@ -12,6 +12,8 @@
 //!  gateway_job_file  `sleet job gateway`'s flags → its job file, built-in source or Kafka
 //!  gen_gateway    the gateway generator's records to a transport (Kafka, or an ingest server
 //!                 over HTTP or WebSocket through ingest_client), keyed by gateway, JSON or Avro
+//!  nexmark_check  Nexmark q0–q3, q5, q7, q8 computed over the generator's events
+//!  gen_nexmark    the Nexmark generator's events to a Kafka topic
 //!  ysb_check      a ysb run's ground truth, its result rows against it; window latencies
 //!  shuffle_check  the number stream's expected sums and (key, window) totals, and the sink's
 //!  scheduler_args the scheduler flags of every command that builds a job
@@ -29,8 +31,10 @@ pub mod gateway_check;
 pub mod gateway_job;
 pub mod gateway_job_file;
 pub mod gen_gateway;
+pub mod gen_nexmark;
 pub mod gen_ysb;
 pub mod ingest_client;
+pub mod nexmark_check;
 pub mod scheduler_args;
 pub mod shuffle_check;
 mod threads;

@@ -53,24 +53,38 @@ pub fn fresh_topic(name: &str) -> String {
 /// Every record of `partition` of `topic` on the shared broker, as `(key, value)`, in offset
 /// order; every record must have a UTF-8 key and a value.
 pub fn read_partition(topic: &str, partition: u32) -> Vec<(String, Vec<u8>)> {
+    let mut records = Vec::new();
+    for_each_record(topic, partition, |key, value| {
+        let key = String::from_utf8(key.expect("a keyed record").to_vec()).expect("a utf-8 key");
+        records.push((key, value.to_vec()));
+    });
+    records
+}
+
+/// The values of every record of `partition` of `topic` on the shared broker, keyed or not,
+/// in offset order.
+pub fn read_values(topic: &str, partition: u32) -> Vec<Vec<u8>> {
+    let mut values = Vec::new();
+    for_each_record(topic, partition, |_, value| values.push(value.to_vec()));
+    values
+}
+
+/// Calls `visit(key, value)` for every record of `partition` of `topic`, in offset order;
+/// every record must have a value.
+fn for_each_record(topic: &str, partition: u32, mut visit: impl FnMut(Option<&[u8]>, &[u8])) {
     use sleet_kafka::fetch::{FetchSettings, PartitionReader};
     use sleet_kafka::offsets::OffsetQuery;
 
     let mut reader = PartitionReader::new(brokers(), topic, partition, FetchSettings::default());
     let end = reader.offset(OffsetQuery::Latest).expect("end offset");
     let mut position = reader.offset(OffsetQuery::Earliest).expect("earliest offset");
-    let mut records = Vec::new();
     for _ in 0..10_000 {
         if position >= end {
             break;
         }
         position = reader
-            .fetch(position, end, &mut |record| {
-                let key = String::from_utf8(record.key.expect("a keyed record").to_vec()).expect("a utf-8 key");
-                records.push((key, record.value.expect("a value").to_vec()));
-            })
+            .fetch(position, end, &mut |record| visit(record.key, record.value.expect("a value")))
             .expect("fetch");
     }
     assert_eq!(position, end, "partition {partition} read to its end");
-    records
 }

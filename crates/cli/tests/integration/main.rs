@@ -16,6 +16,7 @@ mod gateway;
 mod gateway_job;
 mod ingest;
 mod kafka;
+mod nexmark;
 mod recovery;
 mod restart;
 mod sql;

@@ -3,6 +3,7 @@
 use super::columns::option;
 use crate::error::{NodeRef, PlanError};
 use crate::gateway::GatewaySourceSpec;
+use crate::nexmark::NexmarkSourceSpec;
 use crate::node::{EventTimeSource, KafkaStart, SourceSpec};
 use crate::schema::{DataType, Field, Schema};
 
@@ -57,6 +58,7 @@ pub(super) fn check(at: &NodeRef, spec: &SourceSpec) -> Result<Schema, PlanError
             }
         }
         SourceSpec::Gateway(gateway) => check_gateway(at, gateway)?,
+        SourceSpec::Nexmark(nexmark) => check_nexmark(at, nexmark)?,
         SourceSpec::Files(files) => {
             if files.path.is_empty() {
                 return Err(option(at, "path", "must not be empty"));
@@ -100,6 +102,32 @@ fn check_gateway(at: &NodeRef, gateway: &GatewaySourceSpec) -> Result<(), PlanEr
     }
     if !(0..=86_400_000).contains(&gateway.max_delay_ms) {
         return Err(option(at, "max_delay_ms", "must be between 0 and one day"));
+    }
+    Ok(())
+}
+
+fn check_nexmark(at: &NodeRef, nexmark: &NexmarkSourceSpec) -> Result<(), PlanError> {
+    if nexmark.partitions == 0 {
+        return Err(option(at, "partitions", "must be at least 1"));
+    }
+    if nexmark.start_ms < 0 {
+        return Err(option(at, "start_ms", "must not be before the epoch"));
+    }
+    if nexmark.rate_per_s == 0 {
+        return Err(option(at, "rate_per_s", "must be at least 1"));
+    }
+    if nexmark.tables.is_empty() {
+        return Err(option(at, "tables", "must name at least one of person, auction, bid"));
+    }
+    let ratios = [
+        ("active_people", nexmark.active_people),
+        ("in_flight_auctions", nexmark.in_flight_auctions),
+        ("hot_seller_ratio", nexmark.hot_seller_ratio),
+        ("hot_auction_ratio", nexmark.hot_auction_ratio),
+        ("hot_bidder_ratio", nexmark.hot_bidder_ratio),
+    ];
+    if let Some((name, _)) = ratios.iter().find(|(_, value)| *value == 0) {
+        return Err(option(at, name, "must be at least 1"));
     }
     Ok(())
 }

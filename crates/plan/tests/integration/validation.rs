@@ -154,6 +154,33 @@ fn a_gateway_source_reads_with_the_workloads_defaults_and_names_a_bad_option() {
 }
 
 #[test]
+fn a_nexmark_source_reads_as_kind_nexmark_with_defaults_and_names_a_bad_option() {
+    let spec: SourceSpec = serde_json::from_str(r#"{"kind": "nexmark", "start_ms": 1000, "partitions": 2}"#)
+        .expect("the documented layout parses");
+    let SourceSpec::Nexmark(nexmark) = spec.clone() else { panic!("read as {spec:?}") };
+    assert_eq!(nexmark, NexmarkSourceSpec { partitions: 2, ..NexmarkSourceSpec::new(1000) });
+    assert_eq!((nexmark.rate_per_s, nexmark.tables.len(), nexmark.max_events), (10_000, 3, None));
+    assert!(!spec.reads_in_order(), "a generator's batch is a function of its range");
+    let plan = |spec: NexmarkSourceSpec| {
+        PlanBuilder::source("nexmark", SourceSpec::Nexmark(spec))
+            .decode_json(Schema::new(vec![Field::new("event_type", DataType::Utf8)]))
+            .sink(SinkSpec::Discard)
+    };
+    plan(nexmark.clone()).build().expect("the defaults are valid");
+    let bad = |change: &dyn Fn(&mut NexmarkSourceSpec), field: &str| {
+        let mut spec = nexmark.clone();
+        change(&mut spec);
+        check(plan(spec), &["node 0 (source)", &format!("`{field}`")]);
+    };
+    bad(&|spec| spec.partitions = 0, "partitions");
+    bad(&|spec| spec.start_ms = -1, "start_ms");
+    bad(&|spec| spec.rate_per_s = 0, "rate_per_s");
+    bad(&|spec| spec.tables.clear(), "tables");
+    bad(&|spec| spec.active_people = 0, "active_people");
+    bad(&|spec| spec.hot_bidder_ratio = 0, "hot_bidder_ratio");
+}
+
+#[test]
 fn a_decode_schema_names_each_field_once() {
     let plan = PlanBuilder::source("t", ysb())
         .decode_json(Schema::new(vec![Field::new("a", DataType::Utf8), Field::new("a", DataType::Int64)]));
