@@ -63,6 +63,9 @@ impl KeyedAggregateExec {
                 AggFunc::Sum => Fold::Sum,
                 AggFunc::Min => Fold::Min,
                 AggFunc::Max => Fold::Max,
+                AggFunc::Avg | AggFunc::CountDistinct => {
+                    unreachable!("validated: avg and count_distinct are window aggregates only")
+                }
             })
             .collect::<Vec<_>>();
         let initial =

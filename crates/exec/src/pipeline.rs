@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema};
-use sleet_plan::physical::AggregateInput;
+use sleet_plan::physical::{can_combine, AggregateInput};
 use sleet_plan::{
     Aggregate, EventTimeSource, PhysicalOp, SourceSpec, StageInput, StageOutput, StagePlan, TableSpec, WindowKind,
     WindowSpec,
@@ -129,8 +129,10 @@ impl StagePipeline {
                     columns.clone(),
                 )?),
                 PhysicalOp::PartialWindowAggregate { window, keys, aggregates } => {
-                    if is_session(window) {
-                        return Err(ExecError::StagePlan("a session window has no map-side partial".into()));
+                    if !can_combine(window, aggregates) {
+                        return Err(ExecError::StagePlan(
+                            "a map-side partial of a session window or a distinct count".into(),
+                        ));
                     }
                     OperatorExec::PartialWindow(PartialWindowAggregateExec::new(
                         window.clone(),

@@ -25,8 +25,11 @@ use rustc_hash::FxHashMap;
 use sleet_plan::physical::AggregateInput;
 use sleet_plan::{Aggregate, WindowKind, WindowSpec};
 
-use crate::aggregate::{fold, folds_for, merge_accumulators, Fold, Layout, WindowRow};
-use crate::cell::{column, event_times, read_cell, sorted_keys, write_cells, write_key, Cell, Reader};
+use crate::aggregate::{
+    fold_row, folds_for, merge_accumulators, read_accumulators, write_accumulators, Accumulator, Fold, Layout,
+    WindowRow,
+};
+use crate::cell::{column, event_times, sorted_keys, write_key, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
 use crate::state::{StateSize, ENTRY_OVERHEAD_BYTES};
@@ -38,7 +41,7 @@ struct Session {
     start: i64,
     /// Exclusive: the last row's time plus the gap.
     end: i64,
-    accumulators: Vec<Cell>,
+    accumulators: Vec<Accumulator>,
     last_update_batch: u64,
 }
 
@@ -65,7 +68,7 @@ fn add_row<'a>(
     sessions: &'a mut Vec<Session>,
     time_ms: i64,
     gap_ms: i64,
-    initial: &[Cell],
+    initial: &[Accumulator],
     merge_folds: &[Fold],
     update_batch: u64,
 ) -> (&'a mut Session, usize) {
@@ -96,7 +99,7 @@ pub struct SessionWindowAggregateExec {
     folds: Vec<Fold>,
     /// How one session's accumulators fold into another's when a row bridges them.
     merge_folds: Vec<Fold>,
-    initial: Vec<Cell>,
+    initial: Vec<Accumulator>,
     gap_ms: i64,
     keys: FxHashMap<Box<[u8]>, KeySessions>,
     /// `(end, key)` of each key's earliest session, so closing visits only keys with a session
@@ -152,7 +155,7 @@ impl SessionWindowAggregateExec {
     pub fn size(&self) -> StateSize {
         let per_key = 2 * ENTRY_OVERHEAD_BYTES + std::mem::size_of::<KeySessions>() as u64;
         let per_session =
-            std::mem::size_of::<Session>() as u64 + (self.folds.len() * std::mem::size_of::<Cell>()) as u64;
+            std::mem::size_of::<Session>() as u64 + (self.folds.len() * std::mem::size_of::<Accumulator>()) as u64;
         StateSize {
             keys: self.open_sessions,
             bytes: 2 * self.key_bytes + self.keys.len() as u64 * per_key + self.open_sessions * per_session,
@@ -215,6 +218,7 @@ impl SessionWindowAggregateExec {
         let mut late = 0u64;
         let mut max_event_time: Option<i64> = None;
         let mut key = Vec::with_capacity(64);
+        let mut scratch = Vec::new();
         for row in 0..batch.num_rows() {
             // A row without an event time belongs to no session.
             let Some(time) = times.is_valid(row).then(|| times.value(row)) else { continue };
@@ -239,13 +243,7 @@ impl SessionWindowAggregateExec {
             let before = state.sessions.len();
             let (session, _) =
                 add_row(&mut state.sessions, time, self.gap_ms, &self.initial, &self.merge_folds, update_batch);
-            for (index, how) in self.folds.iter().enumerate() {
-                let value = match &inputs[index] {
-                    Some(column) => read_cell(column.as_ref(), row),
-                    None => Cell::Null,
-                };
-                fold(&mut session.accumulators[index], *how, value);
-            }
+            fold_row(&mut session.accumulators, &self.folds, &inputs, row, &mut scratch);
             self.open_sessions = self.open_sessions + state.sessions.len() as u64 - before as u64;
             if state.touched_in != self.generation {
                 state.touched_in = self.generation;
@@ -292,7 +290,7 @@ impl SessionWindowAggregateExec {
                 out.extend_from_slice(&session.start.to_le_bytes());
                 out.extend_from_slice(&session.end.to_le_bytes());
                 out.extend_from_slice(&session.last_update_batch.to_le_bytes());
-                write_cells(&session.accumulators, &mut out);
+                write_accumulators(&session.accumulators, &mut out);
             }
         }
         out
@@ -314,7 +312,7 @@ impl SessionWindowAggregateExec {
                 let start = reader.i64()?;
                 let end = reader.i64()?;
                 let last_update_batch = reader.i64()? as u64;
-                let accumulators = reader.cells(self.folds.len())?;
+                let accumulators = read_accumulators(&mut reader, &self.folds)?;
                 let follows = sessions.last().is_none_or(|previous| previous.end <= start);
                 if end < start.saturating_add(self.gap_ms) || !follows {
                     return Err(ExecError::CorruptSnapshot(format!(
@@ -368,29 +366,35 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::window_testing::{aggregates, arbitrary_batches, to_batch, TestRow};
+    use crate::aggregate::fold;
+    use crate::cell::Cell;
+    use crate::window_testing::{
+        aggregates, aggregates_of, all_aggregates, arbitrary_batches, output_aggregates, to_batch, Aggregates, TestRow,
+    };
 
     const GAP: i64 = 30;
     /// A key whose one far-future row closes every other key's sessions at the end of a run.
     const CLOSER: &str = "~";
 
     fn new_exec(lateness: i64) -> SessionWindowAggregateExec {
-        SessionWindowAggregateExec::new(WindowSpec::session("t", GAP, lateness), vec!["k".into()], aggregates())
+        SessionWindowAggregateExec::new(WindowSpec::session("t", GAP, lateness), vec!["k".into()], all_aggregates())
     }
 
     fn check_sessions(times: &[i64], expected: &[(i64, i64)]) {
         let mut sessions = Vec::new();
         let merge_folds = folds_for(&aggregates()[..1], AggregateInput::Partials);
         for time in times {
-            let (session, _) = add_row(&mut sessions, *time, GAP, &[Cell::Int64(0)], &merge_folds, 0);
-            fold(&mut session.accumulators[0], Fold::CountRows, Cell::Null);
+            let (session, _) =
+                add_row(&mut sessions, *time, GAP, &[Accumulator::Value(Cell::Int64(0))], &merge_folds, 0);
+            let Accumulator::Value(count) = &mut session.accumulators[0] else { unreachable!("a count") };
+            fold(count, Fold::CountRows, Cell::Null);
         }
         let found: Vec<(i64, i64)> = sessions.iter().map(|session| (session.start, session.end)).collect();
         assert_eq!(found, expected, "sessions of rows at {times:?}");
         let counted: i64 = sessions
             .iter()
             .map(|session| match session.accumulators[0] {
-                Cell::Int64(count) => count,
+                Accumulator::Value(Cell::Int64(count)) => count,
                 _ => unreachable!("a count"),
             })
             .sum();
@@ -415,20 +419,22 @@ mod tests {
     }
 
     /// (key, start, end, count, sum, min, max) of each emitted session, in order.
-    type Emitted = Vec<(String, i64, i64, i64, Option<i64>, Option<i64>, Option<i64>)>;
+    type Emitted = Vec<(String, i64, i64, Aggregates)>;
+
+    /// In (key, start) order: a key's sessions never share a start.
+    fn sorted(mut emitted: Emitted) -> Emitted {
+        emitted.sort_by(|left, right| (&left.0, left.1).cmp(&(&right.0, right.1)));
+        emitted
+    }
 
     fn absorb(emitted: &mut Emitted, updates: &RecordBatch) {
-        let int = |column: usize, row: usize| {
-            let array = updates.column(column).as_primitive::<Int64Type>();
-            (!array.is_null(row)).then(|| array.value(row))
-        };
+        let starts = updates.column(0).as_primitive::<Int64Type>();
+        let ends = updates.column(1).as_primitive::<Int64Type>();
         let keys = updates.column(2).as_string::<i32>();
         for row in 0..updates.num_rows() {
             let key = keys.value(row).to_string();
             if key != CLOSER {
-                let start_end_count = (int(0, row), int(1, row), int(3, row));
-                let (Some(start), Some(end), Some(count)) = start_end_count else { panic!("null bound or count") };
-                emitted.push((key, start, end, count, int(4, row), int(5, row), int(6, row)));
+                emitted.push((key, starts.value(row), ends.value(row), output_aggregates(updates, row)));
             }
         }
     }
@@ -446,8 +452,7 @@ mod tests {
             late += output.late_rows_dropped;
             absorb(&mut emitted, &output.updates);
         }
-        emitted.sort();
-        (emitted, late)
+        (sorted(emitted), late)
     }
 
     /// Sessions by brute force: one key's times sorted, cut where two are a gap or more apart.
@@ -492,13 +497,10 @@ mod tests {
             for (start, end) in sessions_of(&times) {
                 let inside: Vec<Option<i64>> =
                     rows.iter().filter(|row| start <= row.0 && row.0 < end).map(|row| row.1).collect();
-                let values: Vec<i64> = inside.iter().flatten().copied().collect();
-                let sum = (!values.is_empty()).then(|| values.iter().sum());
-                let (min, max) = (values.iter().min().copied(), values.iter().max().copied());
-                emitted.push((key.clone(), start, end, inside.len() as i64, sum, min, max));
+                emitted.push((key.clone(), start, end, aggregates_of(&inside, true)));
             }
         }
-        emitted.sort();
+        let emitted = sorted(emitted);
         (emitted, late)
     }
 
@@ -558,7 +560,7 @@ mod tests {
         absorb(&mut emitted, &fourth.updates);
         assert_eq!(fourth.late_rows_dropped, 0, "10 falls in a's session, open until this batch ends");
         let a_and_b: Vec<(&str, i64, i64, i64)> =
-            emitted.iter().map(|row| (row.0.as_str(), row.1, row.2, row.3)).collect();
+            emitted.iter().map(|row| (row.0.as_str(), row.1, row.2, row.3 .0)).collect();
         assert_eq!(a_and_b, vec![("a", 0, 75, 4), ("b", 49, 90, 2)]);
         assert_eq!(
             fourth.closed,

@@ -24,8 +24,8 @@ use sleet_plan::physical::{AggregateInput, PARTIAL_MAX_EVENT_TIME_COLUMN};
 use sleet_plan::validate::WINDOW_START_COLUMN;
 use sleet_plan::{Aggregate, WindowKind, WindowSpec};
 
-use crate::aggregate::{fold, Fold, Layout, WindowRow};
-use crate::cell::{column, read_cell, sorted_keys, write_cells, write_key, Cell, Reader};
+use crate::aggregate::{fold_row, read_accumulators, write_accumulators, Accumulator, Fold, Layout, WindowRow};
+use crate::cell::{column, sorted_keys, write_key, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
 use crate::state::{StateSize, ENTRY_OVERHEAD_BYTES};
@@ -77,7 +77,7 @@ impl Panes {
 
 #[derive(Debug, Clone)]
 struct Group {
-    accumulators: Vec<Cell>,
+    accumulators: Vec<Accumulator>,
     /// The last batch that changed this group: its output is what a reader sees of it.
     last_update_batch: u64,
     max_event_time: i64,
@@ -134,6 +134,7 @@ fn fold_batch(
     let mut late = 0u64;
     let mut max_event_time: Option<i64> = None;
     let mut key = Vec::with_capacity(64);
+    let mut scratch = Vec::new();
     for row in 0..batch.num_rows() {
         // A row without an event time belongs to no window.
         let (Some(pane_start), Some(event_time)) = (pane_starts[row], event_times[row]) else { continue };
@@ -162,13 +163,7 @@ fn fold_batch(
                     })
                 }
             };
-            for (index, how) in folds.iter().enumerate() {
-                let value = match &inputs[index] {
-                    Some(column) => read_cell(column.as_ref(), row),
-                    None => Cell::Null,
-                };
-                fold(&mut group.accumulators[index], *how, value);
-            }
+            fold_row(&mut group.accumulators, folds, &inputs, row, &mut scratch);
             group.last_update_batch = update_batch;
             group.max_event_time = group.max_event_time.max(event_time);
             if group.touched_in != generation {
@@ -299,7 +294,7 @@ impl WindowAggregateExec {
         let groups: u64 = self.windows.values().map(|groups| groups.len() as u64).sum();
         let per_group = ENTRY_OVERHEAD_BYTES
             + std::mem::size_of::<Group>() as u64
-            + (self.folds.len() * std::mem::size_of::<Cell>()) as u64;
+            + (self.folds.len() * std::mem::size_of::<Accumulator>()) as u64;
         let per_window = ENTRY_OVERHEAD_BYTES + std::mem::size_of::<FxHashMap<Box<[u8]>, Group>>() as u64;
         StateSize { keys: groups, bytes: self.key_bytes + groups * per_group + self.windows.len() as u64 * per_window }
     }
@@ -376,7 +371,7 @@ impl WindowAggregateExec {
                 write_key(key, &mut out);
                 out.extend_from_slice(&group.last_update_batch.to_le_bytes());
                 out.extend_from_slice(&group.max_event_time.to_le_bytes());
-                write_cells(&group.accumulators, &mut out);
+                write_accumulators(&group.accumulators, &mut out);
             }
         }
         out
@@ -408,7 +403,7 @@ impl WindowAggregateExec {
                 let key = reader.key(self.layout.keys.len())?;
                 let last_update_batch = reader.i64()? as u64;
                 let max_event_time = reader.i64()?;
-                let accumulators = reader.cells(self.folds.len())?;
+                let accumulators = read_accumulators(&mut reader, &self.folds)?;
                 groups.insert(key, Group { accumulators, last_update_batch, max_event_time, touched_in: 0 });
             }
             windows.insert(start, groups);
@@ -425,11 +420,13 @@ impl WindowAggregateExec {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::Array;
     use proptest::prelude::*;
 
     use super::*;
-    use crate::window_testing::{aggregates, arbitrary_batches, rows, to_batch, TestRow};
+    use crate::window_testing::{
+        aggregates, aggregates_of, all_aggregates, arbitrary_batches, output_aggregates, rows, to_batch, Aggregates,
+        TestRow,
+    };
 
     const SIZE: i64 = 100;
     const SLIDE: i64 = 25;
@@ -464,32 +461,27 @@ mod tests {
         check_window_starts(WindowSpec::hopping("t", 50, 50, 0), 49, &[0]);
     }
 
-    /// (window start, key) → (count, sum, min, max), from the final value of each update.
-    type Table = BTreeMap<(i64, String), (i64, Option<i64>, Option<i64>, Option<i64>)>;
+    /// (window start, key) → its aggregates, from the final value of each update.
+    type Table = BTreeMap<(i64, String), Aggregates>;
 
     /// Reads output rows, checking the `window_end` column when the window has one.
     fn absorb(table: &mut Table, updates: &RecordBatch, window: &WindowSpec) {
         let first_key = if window.has_end_column() { 2 } else { 1 };
         let starts = updates.column(0).as_primitive::<Int64Type>();
         let keys = updates.column(first_key).as_string::<i32>();
-        let value = |column: usize, row: usize| {
-            let array = updates.column(first_key + column).as_primitive::<Int64Type>();
-            (!array.is_null(row)).then(|| array.value(row))
-        };
         for row in 0..updates.num_rows() {
             if window.has_end_column() {
                 assert_eq!(updates.column(1).as_primitive::<Int64Type>().value(row), starts.value(row) + SIZE);
             }
-            let entry = (value(1, row).expect("count"), value(2, row), value(3, row), value(4, row));
-            table.insert((starts.value(row), keys.value(row).to_string()), entry);
+            table.insert((starts.value(row), keys.value(row).to_string()), output_aggregates(updates, row));
         }
     }
 
     /// The naive reference: fold every row into each open window whose span holds its time,
     /// batch by batch, by hand; a row no window took is late.
-    fn reference(batches: &[Vec<TestRow>], window: &WindowSpec) -> (Table, u64) {
+    fn reference(batches: &[Vec<TestRow>], window: &WindowSpec, with_distinct: bool) -> (Table, u64) {
         let slide = window.slide_ms.unwrap_or(SIZE);
-        let mut table = Table::new();
+        let mut values: BTreeMap<(i64, String), Vec<Option<i64>>> = BTreeMap::new();
         let mut max_time: Option<i64> = None;
         let mut late = 0;
         for batch in batches {
@@ -506,25 +498,22 @@ mod tests {
                 }
                 batch_max = Some(batch_max.map_or(*time, |m| m.max(*time)));
                 for start in open {
-                    let entry = table.entry((start, key.clone())).or_insert((0, None, None, None));
-                    entry.0 += 1;
-                    if let Some(v) = value {
-                        entry.1 = Some(entry.1.unwrap_or(0) + v);
-                        entry.2 = Some(entry.2.map_or(*v, |m| m.min(*v)));
-                        entry.3 = Some(entry.3.map_or(*v, |m| m.max(*v)));
-                    }
+                    values.entry((start, key.clone())).or_default().push(*value);
                 }
             }
             max_time = batch_max;
         }
+        let table = values.into_iter().map(|(at, values)| (at, aggregates_of(&values, with_distinct))).collect();
         (table, late)
     }
 
-    /// Runs the batches through the engine: raw rows, or partials of `split`-row blocks.
+    /// Runs the batches through the engine: raw rows with every aggregate, or partials of
+    /// `split`-row blocks with the ones a partial takes.
     fn run_engine(batches: &[Vec<TestRow>], window: &WindowSpec, partial: bool, split: usize) -> (Table, u64) {
-        let input = if partial { AggregateInput::Partials } else { AggregateInput::Rows };
-        let mut exec = WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates(), input);
-        let mut partial_exec = PartialWindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates());
+        let (input, aggregates) =
+            if partial { (AggregateInput::Partials, aggregates()) } else { (AggregateInput::Rows, all_aggregates()) };
+        let mut exec = WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates.clone(), input);
+        let mut partial_exec = PartialWindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates);
         let mut table = Table::new();
         let mut late = 0;
         for (index, batch) in batches.iter().enumerate() {
@@ -557,11 +546,12 @@ mod tests {
             split in 1usize..10,
         ) {
             let window = window(hopping, lateness);
-            let (expected, expected_late) = reference(&batches, &window);
+            let (expected, expected_late) = reference(&batches, &window, true);
             let (rows_table, rows_late) = run_engine(&batches, &window, false, split);
             prop_assert_eq!(&rows_table, &expected);
             prop_assert_eq!(rows_late, expected_late);
             let (partial_table, _) = run_engine(&batches, &window, true, split);
+            let (expected, _) = reference(&batches, &window, false);
             prop_assert_eq!(&partial_table, &expected, "partial aggregation must not change results");
         }
 
@@ -578,7 +568,7 @@ mod tests {
         #[test]
         fn snapshot_and_restore_continue_identically(batches in arbitrary_batches(250, 60), hopping: bool, cut in 0usize..8) {
             let window = window(hopping, 10);
-            let new = || WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates(), AggregateInput::Rows);
+            let new = || WindowAggregateExec::new(window.clone(), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
             let mut straight = new();
             let mut restored = new();
             for (index, batch) in batches.iter().enumerate() {
@@ -641,16 +631,16 @@ mod tests {
 
     #[test]
     fn restore_rejects_damaged_bytes_without_panicking() {
-        let mut exec = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let mut exec = WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
         exec.process(&[rows(&[("a", 10, Some(1)), ("b", 120, None)])], 5).expect("process");
         let bytes = exec.snapshot();
         for cut in 0..bytes.len() {
-            let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+            let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
             assert!(fresh.restore(&bytes[..cut]).is_err(), "truncated at {cut}");
         }
         let mut garbage = bytes.clone();
         garbage[5] = 7;
-        let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
         assert!(matches!(fresh.restore(&garbage), Err(ExecError::CorruptSnapshot(_))));
     }
 

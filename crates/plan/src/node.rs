@@ -178,6 +178,12 @@ pub enum AggFunc {
     Sum,
     Min,
     Max,
+    /// The mean of the non-null values, float64 (null when there are none). Window aggregates
+    /// only.
+    Avg,
+    /// How many distinct non-null values, int64. Window aggregates only; floats are told apart
+    /// by their bits (`0.0` and `-0.0` are two values).
+    CountDistinct,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +206,12 @@ impl Aggregate {
     }
     pub fn max(column: impl Into<String>, name: impl Into<String>) -> Self {
         Aggregate { func: AggFunc::Max, column: Some(column.into()), name: name.into() }
+    }
+    pub fn avg(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::Avg, column: Some(column.into()), name: name.into() }
+    }
+    pub fn count_distinct(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::CountDistinct, column: Some(column.into()), name: name.into() }
     }
 }
 

@@ -25,6 +25,13 @@ use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
 /// so the reduce side can advance its watermark without seeing the raw rows.
 pub const PARTIAL_MAX_EVENT_TIME_COLUMN: &str = "__max_event_time";
 
+/// The column a partial window aggregate adds after an `avg`'s partial sum (which keeps the
+/// aggregate's name): the count of values summed, so the reduce side divides the merged sum
+/// by the merged count.
+pub fn partial_count_column(aggregate_name: &str) -> String {
+    format!("__{aggregate_name}_count")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct StageId(pub u32);
 
@@ -344,7 +351,8 @@ pub fn can_combine(window: &WindowSpec, aggregates: &[Aggregate]) -> bool {
         && aggregates.iter().all(|aggregate| is_decomposable(aggregate.func))
 }
 
-/// Whether an aggregate function can be computed in two steps (partial, then merge).
+/// Whether an aggregate function can be computed in two steps (partial, then merge). Not a
+/// distinct count: merging needs the values themselves, so a partial would save nothing.
 pub fn is_decomposable(func: AggFunc) -> bool {
-    matches!(func, AggFunc::Count | AggFunc::Sum | AggFunc::Min | AggFunc::Max)
+    matches!(func, AggFunc::Count | AggFunc::Sum | AggFunc::Min | AggFunc::Max | AggFunc::Avg)
 }

@@ -140,8 +140,12 @@ fn check_partitioning(
 pub(super) fn aggregate_type(at: &NodeRef, input: &Schema, aggregate: &Aggregate) -> Result<DataType, PlanError> {
     match (aggregate.func, &aggregate.column) {
         (AggFunc::Count, _) => Ok(DataType::Int64),
-        (_, None) => Err(option(at, &aggregate.name, "sum, min and max need a column")),
-        (_, Some(column)) => {
+        (_, None) => Err(option(at, &aggregate.name, "sum, min, max, avg and count_distinct need a column")),
+        (AggFunc::CountDistinct, Some(column)) => {
+            column_type(at, input, column)?;
+            Ok(DataType::Int64)
+        }
+        (func, Some(column)) => {
             let found = column_type(at, input, column)?;
             if !found.is_numeric() {
                 return Err(PlanError::TypeMismatch {
@@ -151,7 +155,7 @@ pub(super) fn aggregate_type(at: &NodeRef, input: &Schema, aggregate: &Aggregate
                     found,
                 });
             }
-            Ok(found)
+            Ok(if func == AggFunc::Avg { DataType::Float64 } else { found })
         }
     }
 }

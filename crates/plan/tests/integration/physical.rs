@@ -75,6 +75,24 @@ fn a_hopping_window_combines_per_pane_and_a_session_window_never_combines() {
 }
 
 #[test]
+fn a_distinct_count_leaves_the_combine_out_and_an_average_keeps_it() {
+    let with = |aggregate: Aggregate| {
+        let mut plan = ysb_like(2);
+        let Some(Operator::WindowAggregate { aggregates, .. }) = plan.nodes.get_mut(6).map(|node| &mut node.operator)
+        else {
+            panic!("the window aggregate is node 6")
+        };
+        aggregates.push(aggregate);
+        plan_stages(&plan, true).expect("plans")
+    };
+    let distinct = with(Aggregate::count_distinct("ad_id", "ads"));
+    assert_eq!(kinds(&distinct.stages[0]).last(), Some(&"lookup"));
+    assert!(matches!(distinct.stages[1].ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Rows, .. }));
+    let average = with(Aggregate::avg("event_time", "mean"));
+    assert_eq!(kinds(&average.stages[0]).last(), Some(&"partial_window_aggregate"));
+}
+
+#[test]
 fn the_decoder_materializes_only_the_columns_read_later() {
     let physical = plan_stages(&ysb_like(2), true).expect("plans");
     let PhysicalOp::DecodeJson { projection, schema, .. } = &physical.stages[0].ops[0] else { panic!("decode first") };

@@ -243,6 +243,28 @@ fn hopping_and_session_windows_output_their_end_and_tumbling_ones_do_not() {
 }
 
 #[test]
+fn avg_is_float64_of_a_numeric_column_and_count_distinct_int64_of_any() {
+    let aggregate = |aggregate: Aggregate| {
+        let plan = source().exchange(["name"], 2).window_aggregate(window(), ["name"], [aggregate]);
+        plan.sink(SinkSpec::Discard)
+    };
+    let output_type = |one: Aggregate| {
+        let schemas = validate::validate(&aggregate(one).build_unchecked()).expect("valid");
+        schemas[3].fields.last().expect("the aggregate").data_type
+    };
+    assert_eq!(output_type(Aggregate::avg("time", "mean")), DataType::Float64);
+    assert_eq!(output_type(Aggregate::count_distinct("name", "names")), DataType::Int64);
+    check(aggregate(Aggregate::avg("name", "mean")), &["node 3 (window_aggregate)", "name", "int64 or float64"]);
+    check(aggregate(Aggregate::count_distinct("nmae", "names")), &["node 3 (window_aggregate)", "`nmae`"]);
+    let parsed: Aggregate = serde_json::from_str(r#"{"func": "count_distinct", "column": "name", "name": "names"}"#)
+        .expect("count_distinct parses");
+    assert_eq!(parsed, Aggregate::count_distinct("name", "names"));
+    let parsed: Aggregate =
+        serde_json::from_str(r#"{"func": "avg", "column": "time", "name": "mean"}"#).expect("avg parses");
+    assert_eq!(parsed, Aggregate::avg("time", "mean"));
+}
+
+#[test]
 fn window_kinds_read_and_write_the_json_a_user_writes() {
     let tumbling = r#"{"time_column":"time","size_ms":1000,"allowed_lateness_ms":0}"#;
     let parsed: WindowSpec = serde_json::from_str(tumbling).expect("tumbling parses");
