@@ -319,7 +319,7 @@ fn job(
         Shape::Shuffle => source
             .exchange(["key"], args.reduce_partitions)
             .window_aggregate(
-                WindowSpec { time_column: "time".into(), size_ms: SHUFFLE_WINDOW_MS, allowed_lateness_ms: 0 },
+                WindowSpec::tumbling("time", SHUFFLE_WINDOW_MS, 0),
                 ["key"],
                 [Aggregate::sum("sum", "total")],
             )

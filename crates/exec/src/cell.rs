@@ -9,6 +9,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{Float64Type, Int64Type};
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::DataType;
+use rustc_hash::FxHashMap;
 
 use crate::error::ExecError;
 use crate::key::{TAG_BOOLEAN, TAG_FLOAT64, TAG_INT64, TAG_NULL, TAG_UTF8};
@@ -66,6 +67,16 @@ impl<'a> Reader<'a> {
         }
         Ok(())
     }
+    /// A key `write_key` wrote, checked to hold `key_columns` values.
+    pub(crate) fn key(&mut self, key_columns: usize) -> Result<Box<[u8]>, ExecError> {
+        let length = self.u32()? as usize;
+        let key: Box<[u8]> = self.take(length)?.into();
+        decode_key(&key, key_columns)?;
+        Ok(key)
+    }
+    pub(crate) fn cells(&mut self, count: usize) -> Result<Vec<Cell>, ExecError> {
+        (0..count).map(|_| self.cell()).collect()
+    }
     pub(crate) fn cell(&mut self) -> Result<Cell, ExecError> {
         Ok(match self.u8()? {
             TAG_NULL => Cell::Null,
@@ -83,6 +94,25 @@ impl<'a> Reader<'a> {
             TAG_BOOLEAN => Cell::Boolean(self.u8()? != 0),
             tag => return Err(ExecError::CorruptSnapshot(format!("unknown value tag {tag}"))),
         })
+    }
+}
+
+/// A keyed table's keys in byte order, so that its snapshot does not depend on hash order.
+pub(crate) fn sorted_keys<V>(table: &FxHashMap<Box<[u8]>, V>) -> Vec<&[u8]> {
+    let mut keys: Vec<&[u8]> = table.keys().map(AsRef::as_ref).collect();
+    keys.sort();
+    keys
+}
+
+/// Writes an encoded key with its length before it, as keyed snapshots hold their keys.
+pub(crate) fn write_key(key: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+    out.extend_from_slice(key);
+}
+
+pub(crate) fn write_cells(cells: &[Cell], out: &mut Vec<u8>) {
+    for cell in cells {
+        write_cell(cell, out);
     }
 }
 

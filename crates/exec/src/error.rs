@@ -25,6 +25,9 @@ pub enum ExecError {
     /// did not come from `plan_stages`.
     #[error("internal: the stage's Avro schema: {0}")]
     AvroSchema(String),
+    /// A stage plan `plan_stages` would not make (a map-side partial it cannot split off).
+    #[error("internal: the stage plan: {0}")]
+    StagePlan(String),
     #[error("internal: {context}")]
     Arrow {
         context: String,

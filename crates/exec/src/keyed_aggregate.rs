@@ -15,13 +15,16 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::{AggFunc, KeyedAggregateSpec};
 
-use crate::cell::{column, columns, decode_key, event_times, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::aggregate::{fold, Fold};
+use crate::cell::{
+    column, columns, decode_key, event_times, read_cell, sorted_keys, write_cells, write_key, Cell, ColumnBuilder,
+    Reader,
+};
 use crate::changelog::{self, touch, Changelog};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
 use crate::state::{StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
 use crate::state_clock::{SnapshotFormat, StateClock};
-use crate::window::{fold, Fold};
 
 #[derive(Debug, Clone, PartialEq)]
 struct KeyState {
@@ -60,6 +63,9 @@ impl KeyedAggregateExec {
                 AggFunc::Sum => Fold::Sum,
                 AggFunc::Min => Fold::Min,
                 AggFunc::Max => Fold::Max,
+                AggFunc::Avg | AggFunc::CountDistinct => {
+                    unreachable!("validated: avg and count_distinct are window aggregates only")
+                }
             })
             .collect::<Vec<_>>();
         let initial =
@@ -94,16 +100,11 @@ impl KeyedAggregateExec {
     pub fn snapshot(&self) -> Vec<u8> {
         let mut out = self.clock.begin_snapshot(&SNAPSHOT);
         out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
-        let mut keys: Vec<&Box<[u8]>> = self.keys.keys().collect();
-        keys.sort();
-        for key in keys {
+        for key in sorted_keys(&self.keys) {
             let state = &self.keys[key];
-            out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-            out.extend_from_slice(key);
+            write_key(key, &mut out);
             out.extend_from_slice(&state.latest_ms.to_le_bytes());
-            for cell in &state.accumulators {
-                write_cell(cell, &mut out);
-            }
+            write_cells(&state.accumulators, &mut out);
         }
         out
     }
@@ -115,11 +116,9 @@ impl KeyedAggregateExec {
         let mut keys = FxHashMap::with_capacity_and_hasher(count.min(reader.bytes.len()), Default::default());
         let mut key_bytes = 0u64;
         for _ in 0..count {
-            let length = reader.u32()? as usize;
-            let key: Box<[u8]> = reader.take(length)?.into();
-            decode_key(&key, self.spec.keys.len())?;
+            let key = reader.key(self.spec.keys.len())?;
             let latest_ms = reader.i64()?;
-            let accumulators = (0..self.folds.len()).map(|_| reader.cell()).collect::<Result<Vec<_>, _>>()?;
+            let accumulators = reader.cells(self.folds.len())?;
             key_bytes += key.len() as u64;
             if keys.insert(key, KeyState { accumulators, latest_ms, touched_in: 0 }).is_some() {
                 return Err(ExecError::CorruptSnapshot("a key appears twice".into()));

@@ -11,6 +11,7 @@
 //!        window::PartialWindowAggregateExec ──partition::partition_batch──▶ blocks
 //!                                                                            │ shuffle
 //!        blocks ──concat──▶ window::WindowAggregateExec (keyed state) ──▶ updates
+//!               (session windows: rows ──▶ session::SessionWindowAggregateExec ──▶ closed sessions)
 //!
 //!  keyed state across batches (any stage; snapshots joined by state.rs, event time and TTL
 //!  kept by state_clock.rs):
@@ -21,6 +22,7 @@
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
 
+mod aggregate;
 pub mod avro;
 mod cell;
 mod changelog;
@@ -37,11 +39,14 @@ pub mod pipeline;
 
 pub mod records;
 mod scalar_functions;
+pub mod session;
 pub mod state;
 mod state_clock;
 pub mod top_k;
 pub mod types;
 pub mod window;
+#[cfg(test)]
+mod window_testing;
 
 pub use error::ExecError;
 pub use records::RawRecords;

@@ -8,7 +8,11 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, BinaryArray, RecordBatch};
 use arrow_schema::{DataType as ArrowType, Field as ArrowField, Schema as ArrowSchema};
-use sleet_plan::{EventTimeSource, PhysicalOp, SourceSpec, StageInput, StageOutput, StagePlan, TableSpec};
+use sleet_plan::physical::{can_combine, AggregateInput};
+use sleet_plan::{
+    Aggregate, EventTimeSource, PhysicalOp, SourceSpec, StageInput, StageOutput, StagePlan, TableSpec, WindowKind,
+    WindowSpec,
+};
 
 use crate::decoder::RecordDecoder;
 use crate::error::ExecError;
@@ -18,6 +22,7 @@ use crate::keyed_aggregate::KeyedAggregateExec;
 use crate::ops::{FilterExec, LookupExec, ProjectExec};
 use crate::partition::partition_batch;
 use crate::records::RawRecords;
+use crate::session::SessionWindowAggregateExec;
 use crate::state::{join_stage_snapshot, split_stage_snapshot, StateCounts, StateSize};
 use crate::top_k::TopKExec;
 use crate::window::{ClosedWindow, PartialWindowAggregateExec, WindowAggregateExec};
@@ -86,6 +91,7 @@ enum OperatorExec {
     Lookup(LookupExec),
     PartialWindow(PartialWindowAggregateExec),
     Window(WindowAggregateExec),
+    SessionWindow(SessionWindowAggregateExec),
     Increments(IncrementsExec),
     KeyedAggregate(KeyedAggregateExec),
     TopK(TopKExec),
@@ -122,12 +128,21 @@ impl StagePipeline {
                     table_key.clone(),
                     columns.clone(),
                 )?),
-                PhysicalOp::PartialWindowAggregate { window, keys, aggregates } => OperatorExec::PartialWindow(
-                    PartialWindowAggregateExec::new(window.clone(), keys.clone(), aggregates.clone()),
-                ),
-                PhysicalOp::WindowAggregate { window, keys, aggregates, input } => OperatorExec::Window(
-                    WindowAggregateExec::new(window.clone(), keys.clone(), aggregates.clone(), *input),
-                ),
+                PhysicalOp::PartialWindowAggregate { window, keys, aggregates } => {
+                    if !can_combine(window, aggregates) {
+                        return Err(ExecError::StagePlan(
+                            "a map-side partial of a session window or a distinct count".into(),
+                        ));
+                    }
+                    OperatorExec::PartialWindow(PartialWindowAggregateExec::new(
+                        window.clone(),
+                        keys.clone(),
+                        aggregates.clone(),
+                    ))
+                }
+                PhysicalOp::WindowAggregate { window, keys, aggregates, input } => {
+                    window_operator(window, keys, aggregates, *input)?
+                }
                 PhysicalOp::Increments(spec) => OperatorExec::Increments(IncrementsExec::new(spec.clone())),
                 PhysicalOp::KeyedAggregate(spec) => OperatorExec::KeyedAggregate(KeyedAggregateExec::new(spec.clone())),
                 PhysicalOp::TopK(spec) => OperatorExec::TopK(TopKExec::new(spec.clone())),
@@ -206,8 +221,12 @@ impl StagePipeline {
             }
             batches = match operator {
                 OperatorExec::Decode(_) => unreachable!("validated: decode only reads raw source records"),
-                OperatorExec::Window(window) => {
-                    let output = window.process(&batches, batch)?;
+                OperatorExec::Window(_) | OperatorExec::SessionWindow(_) => {
+                    let output = match operator {
+                        OperatorExec::Window(window) => window.process(&batches, batch)?,
+                        OperatorExec::SessionWindow(session) => session.process(&batches, batch)?,
+                        _ => unreachable!("matched above"),
+                    };
                     out.late_rows_dropped += output.late_rows_dropped;
                     out.closed_windows.extend(output.closed);
                     vec![output.updates]
@@ -245,6 +264,7 @@ impl StagePipeline {
                         }
                         OperatorExec::Decode(_)
                         | OperatorExec::Window(_)
+                        | OperatorExec::SessionWindow(_)
                         | OperatorExec::Increments(_)
                         | OperatorExec::KeyedAggregate(_)
                         | OperatorExec::TopK(_) => unreachable!("matched above"),
@@ -278,6 +298,7 @@ impl StagePipeline {
             .iter()
             .filter_map(|operator| match operator {
                 OperatorExec::Window(window) => Some(window.snapshot()),
+                OperatorExec::SessionWindow(session) => Some(session.snapshot()),
                 OperatorExec::Increments(increments) => Some(increments.snapshot()),
                 OperatorExec::KeyedAggregate(aggregate) => Some(aggregate.snapshot()),
                 OperatorExec::TopK(top_k) => Some(top_k.snapshot()),
@@ -302,6 +323,7 @@ impl StagePipeline {
         for (operator, part) in self.operators.iter_mut().filter(|operator| operator.is_stateful()).zip(parts) {
             match operator {
                 OperatorExec::Window(window) => window.restore(part)?,
+                OperatorExec::SessionWindow(session) => session.restore(part)?,
                 OperatorExec::Increments(increments) => increments.restore(part)?,
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.restore(part)?,
                 OperatorExec::TopK(top_k) => top_k.restore(part)?,
@@ -317,6 +339,7 @@ impl StagePipeline {
         for operator in &self.operators {
             let size = match operator {
                 OperatorExec::Window(window) => window.size(),
+                OperatorExec::SessionWindow(session) => session.size(),
                 OperatorExec::Increments(increments) => increments.size(),
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.size(),
                 OperatorExec::TopK(top_k) => top_k.size(),
@@ -334,11 +357,34 @@ impl OperatorExec {
         matches!(
             self,
             OperatorExec::Window(_)
+                | OperatorExec::SessionWindow(_)
                 | OperatorExec::Increments(_)
                 | OperatorExec::KeyedAggregate(_)
                 | OperatorExec::TopK(_)
         )
     }
+}
+
+fn is_session(window: &WindowSpec) -> bool {
+    matches!(window.kind(), WindowKind::Session { .. })
+}
+
+/// The keyed state of a window aggregate: one operator for tumbling and hopping windows,
+/// another for sessions, which never take partials.
+fn window_operator(
+    window: &WindowSpec,
+    keys: &[String],
+    aggregates: &[Aggregate],
+    input: AggregateInput,
+) -> Result<OperatorExec, ExecError> {
+    let (window, keys, aggregates) = (window.clone(), keys.to_vec(), aggregates.to_vec());
+    if !is_session(&window) {
+        return Ok(OperatorExec::Window(WindowAggregateExec::new(window, keys, aggregates, input)));
+    }
+    if input != AggregateInput::Rows {
+        return Err(ExecError::StagePlan("a session window aggregates rows, not partials".into()));
+    }
+    Ok(OperatorExec::SessionWindow(SessionWindowAggregateExec::new(window, keys, aggregates)))
 }
 
 /// How the user's plan names a keyed operator under a `max_keys`: its kind, its key columns

@@ -1,8 +1,14 @@
-//! Tumbling event-time window aggregation: the stateless partial step that runs before an
-//! exchange, and the keyed state after it that emits every touched window each batch and
-//! closes windows once the watermark passes their end.
+//! Tumbling and hopping event-time window aggregation: the stateless partial step that runs
+//! before an exchange, and the keyed state after it that emits every touched window each
+//! batch and closes windows once the watermark passes their end.
 //!
-//! Both steps share `Windows`: per window start, a hash map from the row's encoded key
+//! A tumbling window is a hopping one whose slide is its size, so both run on `Panes`: time
+//! cut into slide-long panes, each covered by the `size / slide` windows that start at it and
+//! at the panes before it. A row is folded into every window covering its pane; the map-side
+//! partial folds rows per pane, and the reduce side folds each pane's partial into every
+//! window covering it, which gives what the rows would, as a window is a whole number of panes.
+//!
+//! Both steps keep `Windows`: per window start, a hash map from the row's encoded key
 //! (`key::KeyColumns`) to its running aggregates, so grouping costs one hash of a short byte
 //! string and no allocation for keys seen before.
 
@@ -12,165 +18,91 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::physical::{AggregateInput, PARTIAL_MAX_EVENT_TIME_COLUMN};
 use sleet_plan::validate::WINDOW_START_COLUMN;
-use sleet_plan::{AggFunc, Aggregate, WindowSpec};
+use sleet_plan::{Aggregate, WindowKind, WindowSpec};
 
-use crate::cell::{column, decode_key, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::aggregate::{fold_row, read_accumulators, write_accumulators, Accumulator, Fold, Layout, WindowRow};
+use crate::cell::{column, sorted_keys, write_key, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
 use crate::state::{StateSize, ENTRY_OVERHEAD_BYTES};
 
-/// How an aggregate folds one input value: over raw rows, or merging partial results.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Fold {
-    CountRows,
-    Sum,
-    Min,
-    Max,
+/// Where a tumbling or hopping window puts a row: in the pane `pane_ms` long that holds its
+/// time, and so in each of the `size_ms / pane_ms` windows covering that pane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Panes {
+    size_ms: i64,
+    pane_ms: i64,
 }
 
-pub(crate) fn fold(accumulator: &mut Cell, how: Fold, input: Cell) {
-    match how {
-        Fold::CountRows => {
-            if let Cell::Int64(count) = accumulator {
-                *count += 1;
-            }
-        }
-        Fold::Sum => match (&mut *accumulator, input) {
-            (_, Cell::Null) => {}
-            (Cell::Null, value) => *accumulator = value,
-            // Wrapping, not checked: a sum that overflows i64 is already meaningless, and
-            // failing the partition's state forever would be worse than a wrapped total.
-            (Cell::Int64(sum), Cell::Int64(value)) => *sum = sum.wrapping_add(value),
-            (Cell::Float64(sum), Cell::Float64(value)) => *sum += value,
-            _ => {}
-        },
-        Fold::Min | Fold::Max => {
-            if matches!(input, Cell::Null) {
-                return;
-            }
-            let replace = match (&*accumulator, &input) {
-                (Cell::Null, _) => true,
-                (Cell::Int64(current), Cell::Int64(value)) => {
-                    (value < current) == (how == Fold::Min) && value != current
-                }
-                (Cell::Float64(current), Cell::Float64(value)) => {
-                    (value < current) == (how == Fold::Min) && value != current && !value.is_nan()
-                }
-                (Cell::Utf8(current), Cell::Utf8(value)) => (value < current) == (how == Fold::Min) && value != current,
-                (Cell::Boolean(current), Cell::Boolean(value)) => {
-                    (value < current) == (how == Fold::Min) && value != current
-                }
-                _ => false,
-            };
-            if replace {
-                *accumulator = input;
-            }
-        }
+impl Panes {
+    /// The panes of a validated tumbling or hopping window.
+    pub(crate) fn of(window: &WindowSpec) -> Self {
+        let panes = match window.kind() {
+            WindowKind::Tumbling { size_ms } => Panes { size_ms, pane_ms: size_ms },
+            WindowKind::Hopping { size_ms, slide_ms } => Panes { size_ms, pane_ms: slide_ms },
+            WindowKind::Session { .. } => unreachable!("planned: a session window has its own operator"),
+        };
+        assert!(
+            panes.pane_ms > 0 && panes.size_ms % panes.pane_ms == 0,
+            "validated: a positive slide that divides the size"
+        );
+        panes
+    }
+
+    /// One window per pane: what a map-side partial folds into, so the reduce side can place
+    /// each pane in every window covering it.
+    fn single(self) -> Self {
+        Panes { size_ms: self.pane_ms, pane_ms: self.pane_ms }
+    }
+
+    pub(crate) fn pane_start(self, time_ms: i64) -> i64 {
+        time_ms.div_euclid(self.pane_ms) * self.pane_ms
+    }
+
+    /// The starts of the windows covering the pane starting at `pane_start`, earliest first
+    /// (so the first to close first).
+    pub(crate) fn window_starts(self, pane_start: i64) -> impl Iterator<Item = i64> {
+        let pane_ms = self.pane_ms;
+        (0..self.size_ms / pane_ms).rev().map(move |before| pane_start - before * pane_ms)
+    }
+
+    pub(crate) fn end(self, window_start: i64) -> i64 {
+        window_start + self.size_ms
     }
 }
 
 #[derive(Debug, Clone)]
 struct Group {
-    accumulators: Vec<Cell>,
+    accumulators: Vec<Accumulator>,
     /// The last batch that changed this group: its output is what a reader sees of it.
     last_update_batch: u64,
     max_event_time: i64,
     touched_in: u64,
 }
 
-/// The shape shared by partial and final aggregation: how to read each input row.
-struct Layout {
-    window: WindowSpec,
-    keys: Vec<String>,
-    aggregates: Vec<Aggregate>,
-    input: AggregateInput,
-}
-
-impl Layout {
-    fn folds(&self) -> Vec<Fold> {
-        self.aggregates
-            .iter()
-            .map(|aggregate| match (aggregate.func, self.input) {
-                (AggFunc::Count, AggregateInput::Rows) => Fold::CountRows,
-                (AggFunc::Count, AggregateInput::Partials) | (AggFunc::Sum, _) => Fold::Sum,
-                (AggFunc::Min, _) => Fold::Min,
-                (AggFunc::Max, _) => Fold::Max,
-            })
-            .collect()
-    }
-
-    /// The column each aggregate reads: the raw column, or the partial result named after it.
-    fn aggregate_inputs(&self, batch: &RecordBatch) -> Result<Vec<Option<ArrayRef>>, ExecError> {
-        self.aggregates
-            .iter()
-            .map(|aggregate| {
-                let name = match (self.input, aggregate.func, &aggregate.column) {
-                    (AggregateInput::Partials, _, _) => Some(&aggregate.name),
-                    (AggregateInput::Rows, AggFunc::Count, _) => None,
-                    (AggregateInput::Rows, _, column) => column.as_ref(),
-                };
-                name.map(|name| column(batch, name)).transpose()
-            })
-            .collect()
-    }
-
-    fn output_type(&self, aggregate: &Aggregate, input_schema: &Schema) -> DataType {
-        let source = match self.input {
-            AggregateInput::Rows => aggregate.column.as_deref(),
-            AggregateInput::Partials => Some(aggregate.name.as_str()),
-        };
-        match aggregate.func {
-            AggFunc::Count => DataType::Int64,
-            _ => source
-                .and_then(|name| input_schema.field_with_name(name).ok())
-                .map_or(DataType::Int64, |field| field.data_type().clone()),
-        }
-    }
-
-    fn output_schema(&self, input_schema: &Schema, with_max_event_time: bool) -> SchemaRef {
-        let mut fields = vec![Field::new(WINDOW_START_COLUMN, DataType::Int64, false)];
-        for key in &self.keys {
-            let (data_type, nullable) = input_schema
-                .field_with_name(key)
-                .map_or((DataType::Utf8, true), |field| (field.data_type().clone(), field.is_nullable()));
-            fields.push(Field::new(key, data_type, nullable));
-        }
-        for aggregate in &self.aggregates {
-            fields.push(Field::new(&aggregate.name, self.output_type(aggregate, input_schema), true));
-        }
-        if with_max_event_time {
-            fields.push(Field::new(PARTIAL_MAX_EVENT_TIME_COLUMN, DataType::Int64, false));
-        }
-        Arc::new(Schema::new(fields))
-    }
-
-    fn initial(&self, folds: &[Fold]) -> Vec<Cell> {
-        folds
-            .iter()
-            .zip(&self.aggregates)
-            .map(|(how, aggregate)| match (how, aggregate.func) {
-                (Fold::CountRows, _) | (Fold::Sum, AggFunc::Count) => Cell::Int64(0),
-                _ => Cell::Null,
-            })
-            .collect()
-    }
-}
-
 type Windows = BTreeMap<i64, FxHashMap<Box<[u8]>, Group>>;
 
-/// Groups the rows of `batch` into `windows`. Rows whose window ends at or before
-/// `drop_until` are late: skipped and counted. Returns (late rows, max event time seen).
+/// What folding a batch needs besides the state: the layout, its folds and its panes.
+struct Folding<'a> {
+    layout: &'a Layout,
+    folds: &'a [Fold],
+    panes: Panes,
+}
+
+/// Groups the rows of `batch` into `windows`. A row is folded into each of its windows that
+/// ends after `drop_until`; a row none of whose windows does is late: skipped and counted, as
+/// a stream processor counts a row it dropped for every window. Returns (late rows, max event
+/// time seen).
 #[allow(
     clippy::too_many_arguments,
     reason = "the operator lends its fields one by one so that its windows and its touched list are borrowed mutably at once"
 )]
 fn fold_batch(
-    layout: &Layout,
-    folds: &[Fold],
+    folding: &Folding<'_>,
     batch: &RecordBatch,
     windows: &mut Windows,
     drop_until: Option<i64>,
@@ -179,18 +111,18 @@ fn fold_batch(
     touched: &mut Vec<(i64, Box<[u8]>)>,
     key_bytes: &mut u64,
 ) -> Result<(u64, Option<i64>), ExecError> {
+    let Folding { layout, folds, panes } = *folding;
     let key_columns: Vec<ArrayRef> = layout.keys.iter().map(|key| column(batch, key)).collect::<Result<_, _>>()?;
     let key_columns = KeyColumns::new(&key_columns);
     let inputs = layout.aggregate_inputs(batch)?;
-    let size = layout.window.size_ms;
-    let (starts, event_times): (Vec<Option<i64>>, Vec<Option<i64>>) = match layout.input {
+    let (pane_starts, event_times): (Vec<Option<i64>>, Vec<Option<i64>>) = match layout.input {
         AggregateInput::Rows => {
             let times = column(batch, &layout.window.time_column)?;
             let times = times
                 .as_primitive_opt::<Int64Type>()
                 .ok_or_else(|| ExecError::MissingColumn(layout.window.time_column.clone()))?;
             let times: Vec<Option<i64>> = times.iter().collect();
-            (times.iter().map(|t| t.map(|t| t.div_euclid(size) * size)).collect(), times)
+            (times.iter().map(|time| time.map(|time| panes.pane_start(time))).collect(), times)
         }
         AggregateInput::Partials => {
             let starts = column(batch, WINDOW_START_COLUMN)?;
@@ -202,77 +134,70 @@ fn fold_batch(
     let mut late = 0u64;
     let mut max_event_time: Option<i64> = None;
     let mut key = Vec::with_capacity(64);
+    let mut scratch = Vec::new();
     for row in 0..batch.num_rows() {
         // A row without an event time belongs to no window.
-        let (Some(start), Some(event_time)) = (starts[row], event_times[row]) else { continue };
-        if drop_until.is_some_and(|watermark| start + size <= watermark) {
+        let (Some(pane_start), Some(event_time)) = (pane_starts[row], event_times[row]) else { continue };
+        // The last window covering the pane ends last: if it has closed, they all have.
+        if drop_until.is_some_and(|watermark| panes.end(pane_start) <= watermark) {
             late += 1;
             continue;
         }
         max_event_time = Some(max_event_time.map_or(event_time, |max| max.max(event_time)));
         key.clear();
         key_columns.encode(row, &mut key);
-        let groups = windows.entry(start).or_default();
-        let group = match groups.get_mut(key.as_slice()) {
-            Some(group) => group,
-            None => {
-                *key_bytes += key.len() as u64;
-                groups.entry(key.clone().into_boxed_slice()).or_insert_with(|| Group {
-                    accumulators: initial.clone(),
-                    last_update_batch: update_batch,
-                    max_event_time: event_time,
-                    touched_in: 0,
-                })
+        for start in panes.window_starts(pane_start) {
+            if drop_until.is_some_and(|watermark| panes.end(start) <= watermark) {
+                continue;
             }
-        };
-        for (index, how) in folds.iter().enumerate() {
-            let value = match &inputs[index] {
-                Some(column) => read_cell(column.as_ref(), row),
-                None => Cell::Null,
+            let groups = windows.entry(start).or_default();
+            let group = match groups.get_mut(key.as_slice()) {
+                Some(group) => group,
+                None => {
+                    *key_bytes += key.len() as u64;
+                    groups.entry(key.clone().into_boxed_slice()).or_insert_with(|| Group {
+                        accumulators: initial.clone(),
+                        last_update_batch: update_batch,
+                        max_event_time: event_time,
+                        touched_in: 0,
+                    })
+                }
             };
-            fold(&mut group.accumulators[index], *how, value);
-        }
-        group.last_update_batch = update_batch;
-        group.max_event_time = group.max_event_time.max(event_time);
-        if group.touched_in != generation {
-            group.touched_in = generation;
-            touched.push((start, key.clone().into_boxed_slice()));
+            fold_row(&mut group.accumulators, folds, &inputs, row, &mut scratch);
+            group.last_update_batch = update_batch;
+            group.max_event_time = group.max_event_time.max(event_time);
+            if group.touched_in != generation {
+                group.touched_in = generation;
+                touched.push((start, key.clone().into_boxed_slice()));
+            }
         }
     }
     Ok((late, max_event_time))
 }
 
-/// Builds output rows for `groups`, in the given order, under `schema`.
-fn emit(
-    schema: &SchemaRef,
-    key_count: usize,
-    rows: &[(i64, &[u8], &Group)],
-    with_max_event_time: bool,
-) -> Result<RecordBatch, ExecError> {
-    let mut columns: Vec<ColumnBuilder> =
-        schema.fields().iter().map(|field| ColumnBuilder::new(field.data_type(), rows.len())).collect();
-    for (start, key, group) in rows {
-        columns[0].append(&Cell::Int64(*start));
-        for (index, cell) in decode_key(key, key_count)?.iter().enumerate() {
-            columns[1 + index].append(cell);
-        }
-        for (index, cell) in group.accumulators.iter().enumerate() {
-            columns[1 + key_count + index].append(cell);
-        }
-        if with_max_event_time {
-            let last = columns.len() - 1;
-            columns[last].append(&Cell::Int64(group.max_event_time));
-        }
-    }
-    let arrays: Vec<ArrayRef> = columns.into_iter().map(ColumnBuilder::finish).collect();
-    RecordBatch::try_new(Arc::clone(schema), arrays).map_err(ExecError::arrow("building window output"))
+/// The output rows of the touched groups, in the order they were first touched.
+fn touched_rows<'a>(windows: &'a Windows, touched: &'a [(i64, Box<[u8]>)], panes: Panes) -> Vec<WindowRow<'a>> {
+    touched
+        .iter()
+        .map(|(start, key)| {
+            let group = &windows[start][key.as_ref()];
+            WindowRow {
+                start: *start,
+                end: panes.end(*start),
+                key,
+                accumulators: &group.accumulators,
+                max_event_time: group.max_event_time,
+            }
+        })
+        .collect()
 }
 
-/// Folds one batch into one row per (window, key) before the exchange. No state is kept
-/// between batches.
+/// Folds one batch into one row per (pane, key) before the exchange: per window for a
+/// tumbling window, per slide for a hopping one. No state is kept between batches.
 pub struct PartialWindowAggregateExec {
     layout: Layout,
     folds: Vec<Fold>,
+    panes: Panes,
     /// Made from the first batch's schema, as `WindowAggregateExec` does: a stage's input
     /// schema never changes, and building one costs several allocations per batch.
     schema: Option<SchemaRef>,
@@ -280,26 +205,27 @@ pub struct PartialWindowAggregateExec {
 
 impl PartialWindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>) -> Self {
+        let panes = Panes::of(&window).single();
         let layout = Layout { window, keys, aggregates, input: AggregateInput::Rows };
         let folds = layout.folds();
-        PartialWindowAggregateExec { layout, folds, schema: None }
+        PartialWindowAggregateExec { layout, folds, panes, schema: None }
     }
 
     pub fn execute(&mut self, batch: &RecordBatch) -> Result<RecordBatch, ExecError> {
         let mut windows = Windows::new();
         let mut touched = Vec::new();
         let mut key_bytes = 0;
-        fold_batch(&self.layout, &self.folds, batch, &mut windows, None, 0, 1, &mut touched, &mut key_bytes)?;
+        let folding = Folding { layout: &self.layout, folds: &self.folds, panes: self.panes };
+        fold_batch(&folding, batch, &mut windows, None, 0, 1, &mut touched, &mut key_bytes)?;
         let layout = &self.layout;
         let schema = Arc::clone(self.schema.get_or_insert_with(|| layout.output_schema(&batch.schema(), true)));
-        let rows: Vec<(i64, &[u8], &Group)> =
-            touched.iter().map(|(start, key)| (*start, key.as_ref(), &windows[start][key.as_ref()])).collect();
-        emit(&schema, self.layout.keys.len(), &rows, true)
+        layout.emit(&schema, &touched_rows(&windows, &touched, self.panes), true)
     }
 }
 
 pub struct WindowOutput {
-    /// Every (window, key) this batch touched, with its full updated value.
+    /// Every (window, key) this batch touched, with its full updated value; for session
+    /// windows, every session that closed.
     pub updates: RecordBatch,
     pub closed: Vec<ClosedWindow>,
     pub late_rows_dropped: u64,
@@ -314,7 +240,7 @@ pub struct ClosedWindow {
     pub last_update_batch: u64,
 }
 
-/// Keyed window state of one reduce partition.
+/// Keyed tumbling or hopping window state of one reduce partition.
 ///
 /// Late rows are counted per input row; for `Partials` input one partial row may stand for
 /// many raw rows. Float sums depend on the order rows arrive in (floating-point addition is
@@ -322,6 +248,7 @@ pub struct ClosedWindow {
 pub struct WindowAggregateExec {
     layout: Layout,
     folds: Vec<Fold>,
+    panes: Panes,
     windows: Windows,
     max_event_time: Option<i64>,
     schema: Option<SchemaRef>,
@@ -337,11 +264,13 @@ const SNAPSHOT_VERSION: u8 = 2;
 
 impl WindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>, input: AggregateInput) -> Self {
+        let panes = Panes::of(&window);
         let layout = Layout { window, keys, aggregates, input };
         let folds = layout.folds();
         WindowAggregateExec {
             layout,
             folds,
+            panes,
             windows: Windows::new(),
             max_event_time: None,
             schema: None,
@@ -365,7 +294,7 @@ impl WindowAggregateExec {
         let groups: u64 = self.windows.values().map(|groups| groups.len() as u64).sum();
         let per_group = ENTRY_OVERHEAD_BYTES
             + std::mem::size_of::<Group>() as u64
-            + (self.folds.len() * std::mem::size_of::<Cell>()) as u64;
+            + (self.folds.len() * std::mem::size_of::<Accumulator>()) as u64;
         let per_window = ENTRY_OVERHEAD_BYTES + std::mem::size_of::<FxHashMap<Box<[u8]>, Group>>() as u64;
         StateSize { keys: groups, bytes: self.key_bytes + groups * per_group + self.windows.len() as u64 * per_window }
     }
@@ -382,10 +311,10 @@ impl WindowAggregateExec {
         let watermark_before = self.watermark_ms();
         let mut touched = Vec::new();
         let mut late_rows_dropped = 0;
+        let folding = Folding { layout: &self.layout, folds: &self.folds, panes: self.panes };
         for batch in inputs {
             let (late, max_event_time) = fold_batch(
-                &self.layout,
-                &self.folds,
+                &folding,
                 batch,
                 &mut self.windows,
                 watermark_before,
@@ -399,26 +328,24 @@ impl WindowAggregateExec {
                 self.max_event_time = Some(self.max_event_time.map_or(seen, |max| max.max(seen)));
             }
         }
-        let rows: Vec<(i64, &[u8], &Group)> =
-            touched.iter().map(|(start, key)| (*start, key.as_ref(), &self.windows[start][key.as_ref()])).collect();
-        let updates = emit(&schema, self.layout.keys.len(), &rows, false)?;
+        let updates = self.layout.emit(&schema, &touched_rows(&self.windows, &touched, self.panes), false)?;
         let closed = self.close_windows();
         Ok(WindowOutput { updates, closed, late_rows_dropped })
     }
 
     fn close_windows(&mut self) -> Vec<ClosedWindow> {
         let Some(watermark) = self.watermark_ms() else { return Vec::new() };
-        let size = self.layout.window.size_ms;
         let mut closed = Vec::new();
         while let Some(entry) = self.windows.first_entry() {
             let start = *entry.key();
-            if start + size > watermark {
+            let end = self.panes.end(start);
+            if end > watermark {
                 break;
             }
             let groups = entry.remove();
             self.key_bytes -= groups.keys().map(|key| key.len() as u64).sum::<u64>();
             let last_update_batch = groups.values().map(|group| group.last_update_batch).max().unwrap_or(0);
-            closed.push(ClosedWindow { window_start_ms: start, window_end_ms: start + size, last_update_batch });
+            closed.push(ClosedWindow { window_start_ms: start, window_end_ms: end, last_update_batch });
         }
         closed
     }
@@ -439,17 +366,12 @@ impl WindowAggregateExec {
         for (start, groups) in &self.windows {
             out.extend_from_slice(&start.to_le_bytes());
             out.extend_from_slice(&(groups.len() as u32).to_le_bytes());
-            let mut keys: Vec<&Box<[u8]>> = groups.keys().collect();
-            keys.sort();
-            for key in keys {
+            for key in sorted_keys(groups) {
                 let group = &groups[key];
-                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-                out.extend_from_slice(key);
+                write_key(key, &mut out);
                 out.extend_from_slice(&group.last_update_batch.to_le_bytes());
                 out.extend_from_slice(&group.max_event_time.to_le_bytes());
-                for cell in &group.accumulators {
-                    write_cell(cell, &mut out);
-                }
+                write_accumulators(&group.accumulators, &mut out);
             }
         }
         out
@@ -478,12 +400,10 @@ impl WindowAggregateExec {
             let mut groups =
                 FxHashMap::with_capacity_and_hasher(group_count.min(reader.bytes.len()), Default::default());
             for _ in 0..group_count {
-                let key_length = reader.u32()? as usize;
-                let key: Box<[u8]> = reader.take(key_length)?.into();
-                decode_key(&key, self.layout.keys.len())?;
+                let key = reader.key(self.layout.keys.len())?;
                 let last_update_batch = reader.i64()? as u64;
                 let max_event_time = reader.i64()?;
-                let accumulators = (0..self.folds.len()).map(|_| reader.cell()).collect::<Result<Vec<_>, _>>()?;
+                let accumulators = read_accumulators(&mut reader, &self.folds)?;
                 groups.insert(key, Group { accumulators, last_update_batch, max_event_time, touched_in: 0 });
             }
             windows.insert(start, groups);
@@ -500,94 +420,100 @@ impl WindowAggregateExec {
 
 #[cfg(test)]
 mod tests {
-    use arrow_array::{Array, Int64Array, StringArray};
     use proptest::prelude::*;
 
     use super::*;
+    use crate::window_testing::{
+        aggregates, aggregates_of, all_aggregates, arbitrary_batches, output_aggregates, rows, to_batch, Aggregates,
+        TestRow,
+    };
 
     const SIZE: i64 = 100;
+    const SLIDE: i64 = 25;
 
     fn spec(lateness: i64) -> WindowSpec {
-        WindowSpec { time_column: "t".into(), size_ms: SIZE, allowed_lateness_ms: lateness }
+        WindowSpec::tumbling("t", SIZE, lateness)
     }
 
-    fn aggregates() -> Vec<Aggregate> {
-        vec![
-            Aggregate::count("n"),
-            Aggregate::sum("v", "total"),
-            Aggregate::min("v", "low"),
-            Aggregate::max("v", "high"),
-        ]
-    }
-
-    fn rows(input: &[(&str, i64, Option<i64>)]) -> RecordBatch {
-        RecordBatch::try_from_iter([
-            ("k", Arc::new(StringArray::from(input.iter().map(|r| r.0).collect::<Vec<_>>())) as ArrayRef),
-            ("t", Arc::new(Int64Array::from(input.iter().map(|r| r.1).collect::<Vec<_>>())) as ArrayRef),
-            ("v", Arc::new(Int64Array::from(input.iter().map(|r| r.2).collect::<Vec<_>>())) as ArrayRef),
-        ])
-        .expect("rows")
-    }
-
-    /// (window start, key) → (count, sum, min, max), from the final value of each update.
-    type Table = BTreeMap<(i64, String), (i64, Option<i64>, Option<i64>, Option<i64>)>;
-
-    fn absorb(table: &mut Table, updates: &RecordBatch) {
-        let starts = updates.column(0).as_primitive::<Int64Type>();
-        let keys = updates.column(1).as_string::<i32>();
-        let value = |column: usize, row: usize| {
-            let array = updates.column(column).as_primitive::<Int64Type>();
-            (!array.is_null(row)).then(|| array.value(row))
-        };
-        for row in 0..updates.num_rows() {
-            let entry = (value(2, row).expect("count"), value(3, row), value(4, row), value(5, row));
-            table.insert((starts.value(row), keys.value(row).to_string()), entry);
+    /// A tumbling window of `SIZE`, or a hopping one of `SIZE` sliding by `SLIDE`.
+    fn window(hopping: bool, lateness: i64) -> WindowSpec {
+        if hopping {
+            WindowSpec::hopping("t", SIZE, SLIDE, lateness)
+        } else {
+            spec(lateness)
         }
     }
 
-    /// The naive reference: fold every non-late row, batch by batch, by hand.
-    fn reference(batches: &[Vec<(String, i64, Option<i64>)>], lateness: i64) -> (Table, u64) {
-        let mut table = Table::new();
+    fn check_window_starts(window: WindowSpec, time: i64, expected: &[i64]) {
+        let panes = Panes::of(&window);
+        let found: Vec<i64> = panes.window_starts(panes.pane_start(time)).collect();
+        assert_eq!(found, expected, "windows of a row at {time} in {window:?}");
+    }
+
+    #[test]
+    fn a_row_is_in_every_window_that_covers_its_time() {
+        check_window_starts(spec(0), 130, &[100]);
+        check_window_starts(spec(0), -1, &[-100]);
+        check_window_starts(WindowSpec::hopping("t", 100, 25, 0), 130, &[50, 75, 100, 125]);
+        check_window_starts(WindowSpec::hopping("t", 100, 25, 0), 125, &[50, 75, 100, 125]);
+        check_window_starts(WindowSpec::hopping("t", 100, 25, 0), 124, &[25, 50, 75, 100]);
+        check_window_starts(WindowSpec::hopping("t", 30, 10, 0), -5, &[-30, -20, -10]);
+        check_window_starts(WindowSpec::hopping("t", 50, 50, 0), 49, &[0]);
+    }
+
+    /// (window start, key) → its aggregates, from the final value of each update.
+    type Table = BTreeMap<(i64, String), Aggregates>;
+
+    /// Reads output rows, checking the `window_end` column when the window has one.
+    fn absorb(table: &mut Table, updates: &RecordBatch, window: &WindowSpec) {
+        let first_key = if window.has_end_column() { 2 } else { 1 };
+        let starts = updates.column(0).as_primitive::<Int64Type>();
+        let keys = updates.column(first_key).as_string::<i32>();
+        for row in 0..updates.num_rows() {
+            if window.has_end_column() {
+                assert_eq!(updates.column(1).as_primitive::<Int64Type>().value(row), starts.value(row) + SIZE);
+            }
+            table.insert((starts.value(row), keys.value(row).to_string()), output_aggregates(updates, row));
+        }
+    }
+
+    /// The naive reference: fold every row into each open window whose span holds its time,
+    /// batch by batch, by hand; a row no window took is late.
+    fn reference(batches: &[Vec<TestRow>], window: &WindowSpec, with_distinct: bool) -> (Table, u64) {
+        let slide = window.slide_ms.unwrap_or(SIZE);
+        let mut values: BTreeMap<(i64, String), Vec<Option<i64>>> = BTreeMap::new();
         let mut max_time: Option<i64> = None;
         let mut late = 0;
         for batch in batches {
-            let watermark = max_time.map(|max| max - lateness);
+            let watermark = max_time.map(|max| max - window.allowed_lateness_ms);
             let mut batch_max = max_time;
             for (key, time, value) in batch {
-                let start = time.div_euclid(SIZE) * SIZE;
-                if watermark.is_some_and(|w| start + SIZE <= w) {
+                let open: Vec<i64> = (time - SIZE + 1..=*time)
+                    .filter(|start| start.rem_euclid(slide) == 0)
+                    .filter(|start| watermark.is_none_or(|w| start + SIZE > w))
+                    .collect();
+                if open.is_empty() {
                     late += 1;
                     continue;
                 }
                 batch_max = Some(batch_max.map_or(*time, |m| m.max(*time)));
-                let entry = table.entry((start, key.clone())).or_insert((0, None, None, None));
-                entry.0 += 1;
-                if let Some(v) = value {
-                    entry.1 = Some(entry.1.unwrap_or(0) + v);
-                    entry.2 = Some(entry.2.map_or(*v, |m| m.min(*v)));
-                    entry.3 = Some(entry.3.map_or(*v, |m| m.max(*v)));
+                for start in open {
+                    values.entry((start, key.clone())).or_default().push(*value);
                 }
             }
             max_time = batch_max;
         }
+        let table = values.into_iter().map(|(at, values)| (at, aggregates_of(&values, with_distinct))).collect();
         (table, late)
     }
 
-    fn to_batch(batch: &[(String, i64, Option<i64>)]) -> RecordBatch {
-        let borrowed: Vec<(&str, i64, Option<i64>)> = batch.iter().map(|(k, t, v)| (k.as_str(), *t, *v)).collect();
-        rows(&borrowed)
-    }
-
-    /// Runs the batches through the engine: raw rows, or partials of `split`-row blocks.
-    fn run_engine(
-        batches: &[Vec<(String, i64, Option<i64>)>],
-        lateness: i64,
-        partial: bool,
-        split: usize,
-    ) -> (Table, u64) {
-        let input = if partial { AggregateInput::Partials } else { AggregateInput::Rows };
-        let mut exec = WindowAggregateExec::new(spec(lateness), vec!["k".into()], aggregates(), input);
-        let mut partial_exec = PartialWindowAggregateExec::new(spec(lateness), vec!["k".into()], aggregates());
+    /// Runs the batches through the engine: raw rows with every aggregate, or partials of
+    /// `split`-row blocks with the ones a partial takes.
+    fn run_engine(batches: &[Vec<TestRow>], window: &WindowSpec, partial: bool, split: usize) -> (Table, u64) {
+        let (input, aggregates) =
+            if partial { (AggregateInput::Partials, aggregates()) } else { (AggregateInput::Rows, all_aggregates()) };
+        let mut exec = WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates.clone(), input);
+        let mut partial_exec = PartialWindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates);
         let mut table = Table::new();
         let mut late = 0;
         for (index, batch) in batches.iter().enumerate() {
@@ -606,47 +532,51 @@ mod tests {
             if !partial {
                 late += output.late_rows_dropped;
             }
-            absorb(&mut table, &output.updates);
+            absorb(&mut table, &output.updates, window);
         }
         (table, late)
     }
 
-    fn arbitrary_batches() -> impl Strategy<Value = Vec<Vec<(String, i64, Option<i64>)>>> {
-        // Times mostly increase batch to batch, with some rows reaching back (late or not).
-        proptest::collection::vec(
-            proptest::collection::vec(("[a-c]", 0i64..250, proptest::option::of(-20i64..20)), 0..30),
-            1..8,
-        )
-        .prop_map(|batches| {
-            batches
-                .into_iter()
-                .enumerate()
-                .map(|(index, batch)| batch.into_iter().map(|(k, t, v)| (k, t + index as i64 * 60, v)).collect())
-                .collect()
-        })
-    }
-
     proptest! {
         #[test]
-        fn agrees_with_the_naive_reference(batches in arbitrary_batches(), lateness in 0i64..120, split in 1usize..10) {
-            let (expected, expected_late) = reference(&batches, lateness);
-            let (rows_table, rows_late) = run_engine(&batches, lateness, false, split);
+        fn agrees_with_the_naive_reference(
+            batches in arbitrary_batches(250, 60),
+            hopping: bool,
+            lateness in 0i64..120,
+            split in 1usize..10,
+        ) {
+            let window = window(hopping, lateness);
+            let (expected, expected_late) = reference(&batches, &window, true);
+            let (rows_table, rows_late) = run_engine(&batches, &window, false, split);
             prop_assert_eq!(&rows_table, &expected);
             prop_assert_eq!(rows_late, expected_late);
-            let (partial_table, _) = run_engine(&batches, lateness, true, split);
+            let (partial_table, _) = run_engine(&batches, &window, true, split);
+            let (expected, _) = reference(&batches, &window, false);
             prop_assert_eq!(&partial_table, &expected, "partial aggregation must not change results");
         }
 
+        /// With a lateness no row reaches, batch boundaries decide nothing: the same rows in
+        /// one batch give the same final windows.
         #[test]
-        fn snapshot_and_restore_continue_identically(batches in arbitrary_batches(), cut in 0usize..8) {
-            let mut straight = WindowAggregateExec::new(spec(10), vec!["k".into()], aggregates(), AggregateInput::Rows);
-            let mut restored = WindowAggregateExec::new(spec(10), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        fn regrouping_batches_changes_nothing_when_no_row_is_late(batches in arbitrary_batches(250, 60), hopping: bool, partial: bool) {
+            let window = window(hopping, 10_000);
+            let (batched, _) = run_engine(&batches, &window, partial, 7);
+            let (together, _) = run_engine(&[batches.concat()], &window, partial, 7);
+            prop_assert_eq!(batched, together);
+        }
+
+        #[test]
+        fn snapshot_and_restore_continue_identically(batches in arbitrary_batches(250, 60), hopping: bool, cut in 0usize..8) {
+            let window = window(hopping, 10);
+            let new = || WindowAggregateExec::new(window.clone(), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
+            let mut straight = new();
+            let mut restored = new();
             for (index, batch) in batches.iter().enumerate() {
                 let block = [to_batch(batch)];
                 let expected = straight.process(&block, index as u64).expect("straight");
                 if index == cut.min(batches.len() - 1) {
                     let bytes = straight.snapshot();
-                    let mut fresh = WindowAggregateExec::new(spec(10), vec!["k".into()], aggregates(), AggregateInput::Rows);
+                    let mut fresh = new();
                     fresh.restore(&bytes).expect("restore");
                     prop_assert_eq!(fresh.snapshot(), bytes);
                     restored = fresh;
@@ -682,17 +612,35 @@ mod tests {
     }
 
     #[test]
+    fn a_hopping_window_emits_each_window_a_row_is_in_and_folds_late_rows_into_the_open_ones() {
+        let hopping = WindowSpec::hopping("t", 100, 25, 0);
+        let mut exec = WindowAggregateExec::new(hopping.clone(), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let first = exec.process(&[rows(&[("a", 130, Some(1))])], 0).expect("first");
+        let starts: Vec<i64> = first.updates.column(0).as_primitive::<Int64Type>().values().to_vec();
+        let ends: Vec<i64> = first.updates.column(1).as_primitive::<Int64Type>().values().to_vec();
+        assert_eq!((starts, ends), (vec![50, 75, 100, 125], vec![150, 175, 200, 225]));
+        let second = exec.process(&[rows(&[("b", 260, Some(2))])], 1).expect("second");
+        let closed: Vec<(i64, i64)> =
+            second.closed.iter().map(|window| (window.window_start_ms, window.window_end_ms)).collect();
+        assert_eq!(closed, vec![(50, 150), (75, 175), (100, 200), (125, 225)]);
+        let third = exec.process(&[rows(&[("a", 140, Some(3)), ("a", 200, Some(4))])], 2).expect("third");
+        assert_eq!(third.late_rows_dropped, 1, "every window of the row at 140 has closed");
+        let starts: Vec<i64> = third.updates.column(0).as_primitive::<Int64Type>().values().to_vec();
+        assert_eq!(starts, vec![175, 200], "the row at 200 goes to its windows still open only");
+    }
+
+    #[test]
     fn restore_rejects_damaged_bytes_without_panicking() {
-        let mut exec = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let mut exec = WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
         exec.process(&[rows(&[("a", 10, Some(1)), ("b", 120, None)])], 5).expect("process");
         let bytes = exec.snapshot();
         for cut in 0..bytes.len() {
-            let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+            let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
             assert!(fresh.restore(&bytes[..cut]).is_err(), "truncated at {cut}");
         }
         let mut garbage = bytes.clone();
         garbage[5] = 7;
-        let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let mut fresh = WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
         assert!(matches!(fresh.restore(&garbage), Err(ExecError::CorruptSnapshot(_))));
     }
 

@@ -107,14 +107,69 @@ impl Operator {
     }
 }
 
-/// Tumbling event-time windows over `time_column` (int64 ms).
+/// Event-time windows over `time_column` (int64 ms). The fields given say the kind: `size_ms`
+/// alone a tumbling window, `size_ms` and `slide_ms` a hopping one, `gap_ms` alone a session
+/// (`WindowSpec::kind`). The optional fields are left out of the JSON when unset, so a
+/// tumbling window reads and writes the JSON it always has.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WindowSpec {
     pub time_column: String,
+    /// A tumbling or hopping window's length; 0 (left out) for a session window.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub size_ms: i64,
+    /// A hopping window starts every `slide_ms`; `size_ms` is a whole multiple of it, so a row
+    /// is in `size_ms / slide_ms` windows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slide_ms: Option<i64>,
+    /// A session window: a key's session ends once no row of that key comes within `gap_ms`
+    /// of its last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_ms: Option<i64>,
     /// A window closes, and its state is dropped, once the watermark (the largest event time
     /// seen minus this lateness) passes its end. Later rows for it are dropped and counted.
     pub allowed_lateness_ms: i64,
+}
+
+fn is_zero(value: &i64) -> bool {
+    *value == 0
+}
+
+/// What a `WindowSpec`'s fields describe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowKind {
+    Tumbling { size_ms: i64 },
+    Hopping { size_ms: i64, slide_ms: i64 },
+    Session { gap_ms: i64 },
+}
+
+impl WindowSpec {
+    pub fn tumbling(time_column: impl Into<String>, size_ms: i64, allowed_lateness_ms: i64) -> Self {
+        WindowSpec { time_column: time_column.into(), size_ms, slide_ms: None, gap_ms: None, allowed_lateness_ms }
+    }
+
+    pub fn hopping(time_column: impl Into<String>, size_ms: i64, slide_ms: i64, allowed_lateness_ms: i64) -> Self {
+        WindowSpec { slide_ms: Some(slide_ms), ..WindowSpec::tumbling(time_column, size_ms, allowed_lateness_ms) }
+    }
+
+    pub fn session(time_column: impl Into<String>, gap_ms: i64, allowed_lateness_ms: i64) -> Self {
+        WindowSpec { gap_ms: Some(gap_ms), ..WindowSpec::tumbling(time_column, 0, allowed_lateness_ms) }
+    }
+
+    /// The kind the fields describe. A `gap_ms` makes a session whatever else is set; the
+    /// validator refuses a spec that mixes kinds, so only an unvalidated one is read that way.
+    pub fn kind(&self) -> WindowKind {
+        match (self.gap_ms, self.slide_ms) {
+            (Some(gap_ms), _) => WindowKind::Session { gap_ms },
+            (None, Some(slide_ms)) => WindowKind::Hopping { size_ms: self.size_ms, slide_ms },
+            (None, None) => WindowKind::Tumbling { size_ms: self.size_ms },
+        }
+    }
+
+    /// Whether its output has a `window_end` column: every kind but tumbling, whose output
+    /// predates the others and stays as it was.
+    pub fn has_end_column(&self) -> bool {
+        !matches!(self.kind(), WindowKind::Tumbling { .. })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -124,6 +179,12 @@ pub enum AggFunc {
     Sum,
     Min,
     Max,
+    /// The mean of the non-null values, float64 (null when there are none). Window aggregates
+    /// only.
+    Avg,
+    /// How many distinct non-null values, int64. Window aggregates only; floats are told apart
+    /// by their bits (`0.0` and `-0.0` are two values).
+    CountDistinct,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,6 +207,12 @@ impl Aggregate {
     }
     pub fn max(column: impl Into<String>, name: impl Into<String>) -> Self {
         Aggregate { func: AggFunc::Max, column: Some(column.into()), name: name.into() }
+    }
+    pub fn avg(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::Avg, column: Some(column.into()), name: name.into() }
+    }
+    pub fn count_distinct(column: impl Into<String>, name: impl Into<String>) -> Self {
+        Aggregate { func: AggFunc::CountDistinct, column: Some(column.into()), name: name.into() }
     }
 }
 

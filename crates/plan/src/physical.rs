@@ -17,13 +17,20 @@ use serde::{Deserialize, Serialize};
 use crate::avro::AvroSchemaSource;
 use crate::error::PlanError;
 use crate::expr::Expr;
-use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec};
+use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowKind, WindowSpec};
 use crate::schema::Schema;
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
 
 /// Column a partial window aggregate adds: the largest event time among the rows it folded,
 /// so the reduce side can advance its watermark without seeing the raw rows.
 pub const PARTIAL_MAX_EVENT_TIME_COLUMN: &str = "__max_event_time";
+
+/// The column a partial window aggregate adds after an `avg`'s partial sum (which keeps the
+/// aggregate's name): the count of values summed, so the reduce side divides the merged sum
+/// by the merged count.
+pub fn partial_count_column(aggregate_name: &str) -> String {
+    format!("__{aggregate_name}_count")
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct StageId(pub u32);
@@ -120,7 +127,8 @@ pub enum PhysicalOp {
         table_key: String,
         columns: Vec<String>,
     },
-    /// Folds the rows of one batch into one row per (window, keys); keeps no state.
+    /// Folds the rows of one batch into one row per (pane, keys), a pane being a tumbling
+    /// window or a hopping window's slide; keeps no state. Never for a session window.
     PartialWindowAggregate {
         window: WindowSpec,
         keys: Vec<String>,
@@ -167,7 +175,7 @@ impl PhysicalOp {
 }
 
 /// Splits `plan` into stages. `combine` adds a partial aggregate before the exchange when
-/// the exchange feeds a window aggregate (every aggregate sleet has is decomposable).
+/// the exchange feeds a window aggregate that can be split in two (`can_combine`).
 pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError> {
     let schemas = crate::validate::validate(plan)?;
     let required = required_columns(plan, &schemas);
@@ -217,7 +225,9 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
             }),
             Operator::Exchange { keys, partitions } => {
                 let combined = match nodes.get(index + 1).map(|next| &next.operator) {
-                    Some(Operator::WindowAggregate { window, keys: group_keys, aggregates }) if combine => {
+                    Some(Operator::WindowAggregate { window, keys: group_keys, aggregates })
+                        if combine && can_combine(window, aggregates) =>
+                    {
                         current.ops.push(PhysicalOp::PartialWindowAggregate {
                             window: window.clone(),
                             keys: group_keys.clone(),
@@ -331,7 +341,18 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
     required
 }
 
-/// Whether an aggregate function can be computed in two steps (partial, then merge).
+/// Whether a window aggregate splits into a map-side partial and a reduce-side merge. Tumbling
+/// and hopping windows do: the partial folds each slide-long pane (for tumbling, the window),
+/// and every window covering a pane merges it, since a window is a whole number of panes.
+/// A session window does not: its bounds depend on the gaps between one key's rows across
+/// every map partition and batch, so no fixed pane can stand for part of it.
+pub fn can_combine(window: &WindowSpec, aggregates: &[Aggregate]) -> bool {
+    !matches!(window.kind(), WindowKind::Session { .. })
+        && aggregates.iter().all(|aggregate| is_decomposable(aggregate.func))
+}
+
+/// Whether an aggregate function can be computed in two steps (partial, then merge). Not a
+/// distinct count: merging needs the values themselves, so a partial would save nothing.
 pub fn is_decomposable(func: AggFunc) -> bool {
-    matches!(func, AggFunc::Count | AggFunc::Sum | AggFunc::Min | AggFunc::Max)
+    matches!(func, AggFunc::Count | AggFunc::Sum | AggFunc::Min | AggFunc::Max | AggFunc::Avg)
 }

@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use sleet_plan::node::WindowKind;
 use sleet_plan::{
     plan_stages, AggFunc, Aggregate, JobFile, Operator, PhysicalOp, PlanError, Schema, SinkSpec, SourceSpec,
     StageInput, StageOutput, TableSpec,
@@ -96,8 +97,12 @@ fn describe(operator: &Operator) -> String {
         }
         Operator::Exchange { keys, partitions } => format!("hash({}) into {partitions} partitions", keys.join(", ")),
         Operator::WindowAggregate { window, keys, aggregates } => format!(
-            "tumbling {} ms on {} (lateness {} ms), by {}: {}",
-            window.size_ms,
+            "{} on {} (lateness {} ms), by {}: {}",
+            match window.kind() {
+                WindowKind::Tumbling { size_ms } => format!("tumbling {size_ms} ms"),
+                WindowKind::Hopping { size_ms, slide_ms } => format!("hopping {size_ms} ms every {slide_ms} ms"),
+                WindowKind::Session { gap_ms } => format!("sessions with gaps of {gap_ms} ms"),
+            },
             window.time_column,
             window.allowed_lateness_ms,
             keys.join(", "),
@@ -135,8 +140,14 @@ fn aggregate_list(aggregates: &[Aggregate]) -> String {
                 AggFunc::Sum => "SUM",
                 AggFunc::Min => "MIN",
                 AggFunc::Max => "MAX",
+                AggFunc::Avg => "AVG",
+                AggFunc::CountDistinct => "COUNT(DISTINCT",
             };
-            format!("{func}({}) AS {}", aggregate.column.as_deref().unwrap_or("*"), aggregate.name)
+            let argument = aggregate.column.as_deref().unwrap_or("*");
+            match aggregate.func {
+                AggFunc::CountDistinct => format!("COUNT(DISTINCT {argument}) AS {}", aggregate.name),
+                _ => format!("{func}({argument}) AS {}", aggregate.name),
+            }
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -62,10 +62,7 @@ pub struct QueryContext<'a> {
 /// A window table function's window, before its aggregate exists.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WindowInfo {
-    pub size_ms: i64,
-    pub time_column: String,
-    pub lateness_ms: i64,
-    pub written: String,
+    pub spec: WindowSpec,
 }
 
 /// The plan so far and what the rest of the query can name.
@@ -344,7 +341,7 @@ impl<'a> SelectPlanner<'a> {
         }
         named.extend(self.select.having.iter());
         let mut needed: Vec<String> = lookups.iter().map(|lookup| lookup.key.clone()).collect();
-        needed.extend(planned.window.iter().map(|window| window.time_column.clone()));
+        needed.extend(planned.window.iter().map(|window| window.spec.time_column.clone()));
         needed.extend(planned.event_time.iter().map(|watermark| watermark.column.clone()));
         for expr in named {
             collect_stream_columns(expr, &planned.scope, self.at, &mut needed);
@@ -479,7 +476,7 @@ impl<'a> SelectPlanner<'a> {
         }
 
         let time_column = match (&planned.window, &planned.event_time) {
-            (Some(window), _) => window.time_column.clone(),
+            (Some(window), _) => window.spec.time_column.clone(),
             (None, Some(watermark)) => watermark.column.clone(),
             (None, None) => {
                 return Err(SqlError::invalid(
@@ -500,11 +497,7 @@ impl<'a> SelectPlanner<'a> {
 
         match &planned.window {
             Some(window) => planned.push(Operator::WindowAggregate {
-                window: WindowSpec {
-                    time_column: window.time_column.clone(),
-                    size_ms: window.size_ms,
-                    allowed_lateness_ms: window.lateness_ms,
-                },
+                window: window.spec.clone(),
                 keys: keys.clone(),
                 aggregates: aggregates.clone(),
             }),
@@ -522,12 +515,13 @@ impl<'a> SelectPlanner<'a> {
             if top_n.is_some() {
                 return Err(SqlError::unsupported(self.at, "a top-N over a windowed aggregate"));
             }
-            // A tumbling aggregate's rows carry their window's start; its end is computed
-            // only for a query that reads it.
-            if self.names_window_end() {
+            // A tumbling aggregate's rows carry their window's start (the other kinds carry
+            // both bounds); its end is computed only for a query that reads it.
+            if !window.spec.has_end_column() && self.names_window_end() {
                 let mut columns: Vec<(PlanExpr, String)> =
                     schema.fields.iter().map(|field| (col(field.name.as_str()), field.name.clone())).collect();
-                columns.push((col(WindowBound::Start.name()).add(lit(window.size_ms)), WindowBound::End.name().into()));
+                let end = col(WindowBound::Start.name()).add(lit(window.spec.size_ms));
+                columns.push((end, WindowBound::End.name().into()));
                 planned.push(Operator::Project { columns });
                 planned.scope = Scope::of_fields(&planned.output_schema(self.at)?.fields);
             }
@@ -570,19 +564,30 @@ impl<'a> SelectPlanner<'a> {
         if function.filter.is_some() {
             return Err(SqlError::unsupported(at, format!("FILTER on `{function}`; filter in WHERE")));
         }
-        if let sqlparser::ast::FunctionArguments::List(list) = &function.args {
-            if list.duplicate_treatment.is_some() {
-                return Err(SqlError::unsupported(at, format!("DISTINCT or ALL in `{function}`")));
-            }
-        }
+        let distinct = match &function.args {
+            sqlparser::ast::FunctionArguments::List(list) => match list.duplicate_treatment {
+                Some(sqlparser::ast::DuplicateTreatment::Distinct) if name == "count" => true,
+                Some(_) => return Err(SqlError::unsupported(at, format!("DISTINCT or ALL in `{function}`"))),
+                None => false,
+            },
+            _ => false,
+        };
         let arguments = function_arguments(function);
         let func = match name.as_str() {
+            "count" if distinct => AggFunc::CountDistinct,
             "count" => AggFunc::Count,
             "sum" => AggFunc::Sum,
             "min" => AggFunc::Min,
             "max" => AggFunc::Max,
+            "avg" => AggFunc::Avg,
             other => unreachable!("{other} is in AGGREGATES"),
         };
+        if planned.window.is_none() && matches!(func, AggFunc::Avg | AggFunc::CountDistinct) {
+            return Err(SqlError::unsupported(
+                at,
+                format!("`{function}` in a running aggregate (without a window); over a window it is planned"),
+            ));
+        }
         let column = match (func, arguments.as_slice()) {
             (AggFunc::Count, [FunctionArg::Unnamed(sqlparser::ast::FunctionArgExpr::Wildcard)]) => None,
             (AggFunc::Count, [argument]) => {
@@ -599,7 +604,7 @@ impl<'a> SelectPlanner<'a> {
             (_, [argument]) => {
                 let expr = argument_expr(argument).ok_or_else(|| SqlError::unsupported(at, format!("`{function}`")))?;
                 let (planned_expr, data_type) = Translator::new(&planned.scope, self.at).typed(expr)?;
-                if !data_type.is_numeric() && func == AggFunc::Sum {
+                if !data_type.is_numeric() && matches!(func, AggFunc::Sum | AggFunc::Avg) {
                     return Err(SqlError::new(
                         at,
                         SqlErrorKind::TypeMismatch {
@@ -1019,7 +1024,7 @@ fn check_avro_columns(table: &Table, schema: &AvroSchemaSource) -> Result<(), Sq
     Ok(())
 }
 
-const TABLE_FUNCTIONS: &str = "TUMBLE, INCREMENTS";
+const TABLE_FUNCTIONS: &str = "TUMBLE, HOP, SESSION, INCREMENTS";
 
 fn plan_table_function(
     function: &Function,
@@ -1040,22 +1045,56 @@ fn plan_table_function(
         }
     };
     match name.as_str() {
-        "tumble" => {
+        "tumble" | "hop" | "session" => {
             let table = table_argument(0)?;
-            let [_, descriptor, size] = arguments.as_slice() else {
-                return Err(SqlError::invalid(at, "TUMBLE takes (TABLE t, DESCRIPTOR(time_column), INTERVAL size)"));
+            let (descriptor, lengths) = match (name.as_str(), arguments.as_slice()) {
+                ("tumble", [_, descriptor, size]) => (descriptor, vec![("size", *size)]),
+                // Flink's order: the slide, then the size.
+                ("hop", [_, descriptor, slide, size]) => (descriptor, vec![("slide", *slide), ("size", *size)]),
+                ("session", [_, descriptor, gap]) => (descriptor, vec![("gap", *gap)]),
+                _ => {
+                    return Err(SqlError::invalid(
+                        at,
+                        match name.as_str() {
+                            "tumble" => "TUMBLE takes (TABLE t, DESCRIPTOR(time_column), INTERVAL size)",
+                            "hop" => "HOP takes (TABLE t, DESCRIPTOR(time_column), INTERVAL slide, INTERVAL size)",
+                            _ => "SESSION takes (TABLE t, DESCRIPTOR(time_column), INTERVAL gap); its keys are the GROUP BY's",
+                        },
+                    ))
+                }
             };
             let qualifier = alias.unwrap_or_else(|| table.name.clone());
             let mut planned = read_table(table, &qualifier, at, context)?;
             let time_column = descriptor_column(descriptor, table, at)?;
             let descriptor_at = argument_expr(descriptor).map_or(at, |expr| spans::at(expr, at));
-            let size_expr = argument_expr(size).ok_or_else(|| SqlError::invalid(at, "TUMBLE's size is an INTERVAL"))?;
-            let size_ms = interval_ms(size_expr, at)?;
-            if size_ms <= 0 {
-                return Err(SqlError::invalid(spans::at(size_expr, at), "a window's size must be positive"));
+            let mut lengths_ms = Vec::new();
+            for (what, argument) in lengths {
+                let expr = argument_expr(argument)
+                    .ok_or_else(|| SqlError::invalid(at, format!("{}'s {what} is an INTERVAL", name.to_uppercase())))?;
+                let ms = interval_ms(expr, at)?;
+                if ms <= 0 {
+                    return Err(SqlError::invalid(spans::at(expr, at), format!("a window's {what} must be positive")));
+                }
+                lengths_ms.push((ms, spans::at(expr, at)));
             }
             let lateness_ms = watermark_for(table, &time_column, descriptor_at)?;
-            planned.window = Some(WindowInfo { size_ms, time_column, lateness_ms, written: function.to_string() });
+            let spec = match lengths_ms.as_slice() {
+                [(size_ms, _)] if name == "tumble" => WindowSpec::tumbling(time_column, *size_ms, lateness_ms),
+                [(gap_ms, _)] => WindowSpec::session(time_column, *gap_ms, lateness_ms),
+                [(slide_ms, _), (size_ms, size_at)] => {
+                    if size_ms % slide_ms != 0 {
+                        return Err(SqlError::unsupported(
+                            *size_at,
+                            format!(
+                                "a HOP size ({size_ms} ms) that is not a whole multiple of its slide ({slide_ms} ms)"
+                            ),
+                        ));
+                    }
+                    WindowSpec::hopping(time_column, *size_ms, *slide_ms, lateness_ms)
+                }
+                _ => unreachable!("the arguments matched above"),
+            };
+            planned.window = Some(WindowInfo { spec });
             for bound in [WindowBound::Start, WindowBound::End] {
                 planned.scope.push(ScopeColumn {
                     table: Some(qualifier.to_ascii_lowercase()),
@@ -1067,7 +1106,7 @@ fn plan_table_function(
             }
             Ok(planned)
         }
-        "hop" | "session" | "cumulate" => Err(SqlError::unsupported(
+        "cumulate" => Err(SqlError::unsupported(
             at,
             format!("the window table function {} (sleet has {TABLE_FUNCTIONS})", name.to_uppercase()),
         )),

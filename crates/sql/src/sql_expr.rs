@@ -31,7 +31,7 @@ impl Replacements {
 }
 
 /// The aggregate functions sleet computes.
-pub const AGGREGATES: &[&str] = &["count", "sum", "min", "max"];
+pub const AGGREGATES: &[&str] = &["count", "sum", "min", "max", "avg"];
 
 /// Whether `expr` is a call of an aggregate function (not a window function: no `OVER`).
 pub fn is_aggregate_call(expr: &Expr) -> bool {

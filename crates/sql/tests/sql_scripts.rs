@@ -190,7 +190,7 @@ fn every_unsupported_construct_is_named() {
         ("SELECT ad_id FROM events, campaigns", 27, "a comma-separated FROM list"),
         ("SELECT ad_id FROM events WHERE ad_id IN (SELECT ad_id FROM campaigns)", 32, "the expression `ad_id IN (SELECT"),
         ("SELECT ROW_NUMBER() OVER (ORDER BY price) AS r FROM events", 8, "the window function"),
-        ("SELECT ad_id FROM TABLE(HOP(TABLE events, DESCRIPTOR(event_time), INTERVAL '1' SECOND, INTERVAL '2' SECOND))", 25, "HOP"),
+        ("SELECT ad_id FROM TABLE(CUMULATE(TABLE events, DESCRIPTOR(event_time), INTERVAL '1' SECOND, INTERVAL '2' SECOND))", 25, "CUMULATE"),
         ("SELECT ad_id FROM events WHERE ad_id = NULL", 40, "an untyped NULL"),
         ("SELECT ad_id FROM events WHERE ad_id ILIKE 'a%'", 32, "the expression `ad_id ILIKE"),
     ];
@@ -220,6 +220,59 @@ fn windows_and_aggregates_are_checked_against_the_table() {
         "must GROUP BY window_start, window_end",
     );
     check_query_error("SELECT ad_id, COUNT(*) AS n FROM events GROUP BY ad_id", 1, 1, "SET 'state.ttl'");
+}
+
+/// The window aggregate a query plans, and its output columns.
+fn window_of(query: &str) -> (sleet_plan::WindowSpec, Vec<sleet_plan::Aggregate>, Vec<String>) {
+    let compiled = compile_text(&format!("{EVENTS}{query}")).unwrap_or_else(|error| panic!("{query}: {error}"));
+    let job = compiled.job();
+    let window = job.plan.nodes.iter().find_map(|node| match &node.operator {
+        Operator::WindowAggregate { window, aggregates, .. } => Some((window.clone(), aggregates.clone())),
+        _ => None,
+    });
+    let (window, aggregates) = window.expect("a window aggregate");
+    let schemas = sleet_plan::validate::validate(&job.plan).expect("valid");
+    let output = schemas.last().expect("a sink").names().into_iter().map(str::to_string).collect();
+    (window, aggregates, output)
+}
+
+#[test]
+fn hopping_and_session_windows_and_their_aggregates_plan_onto_the_window_kinds() {
+    let (hop, aggregates, output) = window_of(
+        "SELECT window_start, window_end, ad_id, AVG(price) AS mean, COUNT(DISTINCT user_id) AS users
+         FROM TABLE(HOP(TABLE events, DESCRIPTOR(event_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
+         GROUP BY window_start, window_end, ad_id",
+    );
+    assert_eq!(hop, sleet_plan::WindowSpec::hopping("event_time", 10_000, 2_000, 1_000));
+    let funcs: Vec<sleet_plan::AggFunc> = aggregates.iter().map(|aggregate| aggregate.func).collect();
+    assert_eq!(funcs, [sleet_plan::AggFunc::Avg, sleet_plan::AggFunc::CountDistinct]);
+    assert_eq!(output, ["window_start", "window_end", "ad_id", "mean", "users"]);
+    let (session, _, output) = window_of(
+        "SELECT ad_id, window_start, window_end, COUNT(*) AS n
+         FROM TABLE(SESSION(TABLE events, DESCRIPTOR(event_time), INTERVAL '30' SECOND))
+         GROUP BY ad_id, window_start, window_end",
+    );
+    assert_eq!(session, sleet_plan::WindowSpec::session("event_time", 30_000, 1_000));
+    assert_eq!(output, ["ad_id", "window_start", "window_end", "n"]);
+    let (tumble, _, output) = window_of(
+        "SELECT window_start, window_end, ad_id, COUNT(*) AS n
+         FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(event_time), INTERVAL '10' SECOND))
+         GROUP BY window_start, window_end, ad_id HAVING COUNT(*) > 2",
+    );
+    assert_eq!(tumble, sleet_plan::WindowSpec::tumbling("event_time", 10_000, 1_000));
+    assert_eq!(output, ["window_start", "window_end", "ad_id", "n"], "a tumbling window's end is computed when read");
+    check_query_error(
+        "SELECT ad_id, COUNT(*) AS n FROM TABLE(HOP(TABLE events, DESCRIPTOR(event_time), INTERVAL '3' SECOND, INTERVAL '10' SECOND)) GROUP BY window_start, ad_id",
+        1,
+        112,
+        "not a whole multiple of its slide",
+    );
+    check_query_error(
+        "SET 'state.ttl' = '1 h';\nSELECT ad_id, AVG(price) AS mean FROM events GROUP BY ad_id",
+        2,
+        15,
+        "`AVG(price)` in a running aggregate",
+    );
 }
 
 #[test]

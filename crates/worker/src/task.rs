@@ -585,7 +585,7 @@ mod tests {
 
     fn reduce_stage() -> StagePlan {
         let spec = NumbersSourceSpec { seed: 1, partitions: 1, numbers_per_batch: 1, keys: 1 };
-        let window = WindowSpec { time_column: "time".into(), size_ms: 1_000, allowed_lateness_ms: 0 };
+        let window = WindowSpec::tumbling("time", 1_000, 0);
         let plan = PlanBuilder::source("keys", SourceSpec::Numbers(spec))
             .decode_json(sleet_connectors::numbers::record_schema())
             .exchange(["key"], 1)

@@ -106,11 +106,7 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
         .lookup("ad_id", campaigns, "ad_id", ["campaign_id"])
         .exchange(["campaign_id"], options.reduce_partitions)
         .window_aggregate(
-            WindowSpec {
-                time_column: "event_time".into(),
-                size_ms: sleet_connectors::ysb::WINDOW_MS,
-                allowed_lateness_ms: options.input.allowed_lateness_ms(),
-            },
+            WindowSpec::tumbling("event_time", sleet_connectors::ysb::WINDOW_MS, options.input.allowed_lateness_ms()),
             ["campaign_id"],
             [Aggregate::count("count")],
         )

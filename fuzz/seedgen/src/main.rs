@@ -302,7 +302,7 @@ fn ysb_plan(partitions: u32) -> Plan {
     .lookup("ad_id", TableSpec::YsbCampaigns { seed: 1 }, "ad_id", ["campaign_id"])
     .exchange(["campaign_id"], partitions)
     .window_aggregate(
-        WindowSpec { time_column: "event_time".into(), size_ms: 10_000, allowed_lateness_ms: 0 },
+        WindowSpec::tumbling("event_time", 10_000, 0),
         ["campaign_id"],
         [Aggregate::count("count")],
     )

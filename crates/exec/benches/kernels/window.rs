@@ -9,7 +9,7 @@ use sleet_plan::{Aggregate, WindowSpec};
 use crate::events::campaign_rows;
 
 fn spec() -> (WindowSpec, Vec<String>, Vec<Aggregate>) {
-    let window = WindowSpec { time_column: "event_time".into(), size_ms: 10_000, allowed_lateness_ms: 0 };
+    let window = WindowSpec::tumbling("event_time", 10_000, 0);
     (window, vec!["campaign_id".into()], vec![Aggregate::count("count")])
 }
 

@@ -15,7 +15,7 @@ use crate::error::{NodeRef, PlanError};
 use crate::node::{Operator, Plan};
 use crate::schema::Schema;
 
-pub use window::WINDOW_START_COLUMN;
+pub use window::{HOP_WINDOWS_PER_ROW_MAX, WINDOW_END_COLUMN, WINDOW_START_COLUMN};
 
 /// Checks the plan and returns the output schema of every node, in order.
 pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {

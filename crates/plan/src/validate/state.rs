@@ -5,6 +5,7 @@
 use super::columns::{column_type, option, structure};
 use super::window::aggregate_type;
 use crate::error::{NodeRef, PlanError};
+use crate::node::AggFunc;
 use crate::schema::{DataType, Field, Schema};
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, ReadingEncoding, TopKSpec, RANK_COLUMN};
 
@@ -70,6 +71,13 @@ pub(super) fn check_keyed_aggregate(
         return Err(option(at, "aggregates", "needs at least one aggregate"));
     }
     for aggregate in &spec.aggregates {
+        if matches!(aggregate.func, AggFunc::Avg | AggFunc::CountDistinct) {
+            return Err(option(
+                at,
+                &aggregate.name,
+                "avg and count_distinct are window aggregates; a keyed aggregate keeps count, sum, min and max",
+            ));
+        }
         let data_type = aggregate_type(at, input, aggregate)?;
         fields.push(Field::new(aggregate.name.clone(), data_type).nullable());
     }

@@ -1,13 +1,21 @@
-//! A tumbling-window aggregate: behind its exchange, grouped by at least the exchange's keys,
-//! on an int64 event time, with well-typed, distinct output columns.
+//! A window aggregate (tumbling, hopping or session): behind its exchange, grouped by at least
+//! the exchange's keys, on an int64 event time, with a well-formed window and well-typed,
+//! distinct output columns.
 
 use super::columns::{column_type, option, structure};
 use crate::error::{NodeRef, PlanError};
-use crate::node::{AggFunc, Aggregate, WindowSpec};
+use crate::node::{AggFunc, Aggregate, WindowKind, WindowSpec};
 use crate::schema::{DataType, Field, Schema};
 
 /// Name of the column a window aggregate adds for the window's start.
 pub const WINDOW_START_COLUMN: &str = "window_start";
+/// Name of the column hopping and session windows add for the window's end (exclusive).
+pub const WINDOW_END_COLUMN: &str = "window_end";
+
+/// The most windows a hopping window puts one row in (`size_ms / slide_ms`): each costs a
+/// fold per row and an open window in the state, so a slide far smaller than the size is
+/// refused rather than left to run out of memory.
+pub const HOP_WINDOWS_PER_ROW_MAX: i64 = 1024;
 
 pub(super) fn check(
     at: &NodeRef,
@@ -28,16 +36,14 @@ pub(super) fn check(
             found: time_type,
         });
     }
-    if window.size_ms <= 0 {
-        return Err(option(at, "window.size_ms", "must be positive"));
-    }
-    if window.allowed_lateness_ms < 0 {
-        return Err(option(at, "window.allowed_lateness_ms", "must not be negative"));
-    }
+    check_window(at, window)?;
     if aggregates.is_empty() {
         return Err(option(at, "aggregates", "needs at least one aggregate"));
     }
     let mut fields = vec![Field::new(WINDOW_START_COLUMN, DataType::Int64)];
+    if window.has_end_column() {
+        fields.push(Field::new(WINDOW_END_COLUMN, DataType::Int64));
+    }
     for key in keys {
         fields.push(Field::new(key.clone(), column_type(at, input, key)?));
     }
@@ -49,6 +55,58 @@ pub(super) fn check(
         fields.push(Field::new(aggregate.name.clone(), data_type));
     }
     Ok(Schema::new(fields))
+}
+
+/// The window's fields describe one kind, with lengths that make sense for it.
+fn check_window(at: &NodeRef, window: &WindowSpec) -> Result<(), PlanError> {
+    if window.allowed_lateness_ms < 0 {
+        return Err(option(at, "window.allowed_lateness_ms", "must not be negative"));
+    }
+    match window.kind() {
+        WindowKind::Session { gap_ms } => {
+            if window.size_ms != 0 || window.slide_ms.is_some() {
+                return Err(option(
+                    at,
+                    "window.gap_ms",
+                    "makes a session window, which takes no size_ms or slide_ms: give gap_ms alone",
+                ));
+            }
+            if gap_ms <= 0 {
+                return Err(option(at, "window.gap_ms", "must be positive"));
+            }
+        }
+        WindowKind::Tumbling { size_ms } => {
+            if size_ms <= 0 {
+                return Err(option(at, "window.size_ms", "must be positive (or give gap_ms for a session window)"));
+            }
+        }
+        WindowKind::Hopping { size_ms, slide_ms } => {
+            if size_ms <= 0 {
+                return Err(option(at, "window.size_ms", "must be positive"));
+            }
+            if slide_ms <= 0 {
+                return Err(option(at, "window.slide_ms", "must be positive"));
+            }
+            if size_ms % slide_ms != 0 {
+                return Err(option(
+                    at,
+                    "window.size_ms",
+                    &format!("must be a whole multiple of window.slide_ms ({slide_ms}), not {size_ms}"),
+                ));
+            }
+            if size_ms / slide_ms > HOP_WINDOWS_PER_ROW_MAX {
+                return Err(option(
+                    at,
+                    "window.slide_ms",
+                    &format!(
+                        "puts each row in {} windows (size_ms / slide_ms); at most {HOP_WINDOWS_PER_ROW_MAX} are allowed",
+                        size_ms / slide_ms
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Each key's state must live in one partition: the exchange right before hashes on a subset
@@ -82,8 +140,12 @@ fn check_partitioning(
 pub(super) fn aggregate_type(at: &NodeRef, input: &Schema, aggregate: &Aggregate) -> Result<DataType, PlanError> {
     match (aggregate.func, &aggregate.column) {
         (AggFunc::Count, _) => Ok(DataType::Int64),
-        (_, None) => Err(option(at, &aggregate.name, "sum, min and max need a column")),
-        (_, Some(column)) => {
+        (_, None) => Err(option(at, &aggregate.name, "sum, min, max, avg and count_distinct need a column")),
+        (AggFunc::CountDistinct, Some(column)) => {
+            column_type(at, input, column)?;
+            Ok(DataType::Int64)
+        }
+        (func, Some(column)) => {
             let found = column_type(at, input, column)?;
             if !found.is_numeric() {
                 return Err(PlanError::TypeMismatch {
@@ -93,7 +155,7 @@ pub(super) fn aggregate_type(at: &NodeRef, input: &Schema, aggregate: &Aggregate
                     found,
                 });
             }
-            Ok(found)
+            Ok(if func == AggFunc::Avg { DataType::Float64 } else { found })
         }
     }
 }

@@ -5,6 +5,10 @@ use sleet_plan::physical::AggregateInput;
 use sleet_plan::*;
 
 fn ysb_like(partitions: u32) -> Plan {
+    ysb_with_window(partitions, WindowSpec::tumbling("event_time", 10_000, 0))
+}
+
+fn ysb_with_window(partitions: u32, window: WindowSpec) -> Plan {
     let schema = Schema::new(vec![
         Field::new("user_id", DataType::Utf8),
         Field::new("ad_id", DataType::Utf8),
@@ -26,11 +30,7 @@ fn ysb_like(partitions: u32) -> Plan {
     .project([col("ad_id"), col("event_time")])
     .lookup("ad_id", TableSpec::YsbCampaigns { seed: 1 }, "ad_id", ["campaign_id"])
     .exchange(["campaign_id"], partitions)
-    .window_aggregate(
-        WindowSpec { time_column: "event_time".into(), size_ms: 10_000, allowed_lateness_ms: 0 },
-        ["campaign_id"],
-        [Aggregate::count("count")],
-    )
+    .window_aggregate(window, ["campaign_id"], [Aggregate::count("count")])
     .sink(SinkSpec::Discard)
     .build()
     .expect("valid plan")
@@ -60,6 +60,36 @@ fn without_combine_raw_rows_cross_the_exchange() {
     let physical = plan_stages(&ysb_like(2), false).expect("plans");
     assert_eq!(kinds(&physical.stages[0]), ["decode_json", "filter", "project", "lookup"]);
     assert!(matches!(physical.stages[1].ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Rows, .. }));
+}
+
+#[test]
+fn a_hopping_window_combines_per_pane_and_a_session_window_never_combines() {
+    let hopping = plan_stages(&ysb_with_window(2, WindowSpec::hopping("event_time", 10_000, 2_000, 0)), true);
+    let hopping = hopping.expect("plans");
+    assert_eq!(kinds(&hopping.stages[0]).last(), Some(&"partial_window_aggregate"));
+    assert!(matches!(hopping.stages[1].ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Partials, .. }));
+    let session = plan_stages(&ysb_with_window(2, WindowSpec::session("event_time", 5_000, 0)), true);
+    let session = session.expect("plans");
+    assert_eq!(kinds(&session.stages[0]), ["decode_json", "filter", "project", "lookup"]);
+    assert!(matches!(session.stages[1].ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Rows, .. }));
+}
+
+#[test]
+fn a_distinct_count_leaves_the_combine_out_and_an_average_keeps_it() {
+    let with = |aggregate: Aggregate| {
+        let mut plan = ysb_like(2);
+        let Some(Operator::WindowAggregate { aggregates, .. }) = plan.nodes.get_mut(6).map(|node| &mut node.operator)
+        else {
+            panic!("the window aggregate is node 6")
+        };
+        aggregates.push(aggregate);
+        plan_stages(&plan, true).expect("plans")
+    };
+    let distinct = with(Aggregate::count_distinct("ad_id", "ads"));
+    assert_eq!(kinds(&distinct.stages[0]).last(), Some(&"lookup"));
+    assert!(matches!(distinct.stages[1].ops[0], PhysicalOp::WindowAggregate { input: AggregateInput::Rows, .. }));
+    let average = with(Aggregate::avg("event_time", "mean"));
+    assert_eq!(kinds(&average.stages[0]).last(), Some(&"partial_window_aggregate"));
 }
 
 #[test]

@@ -165,6 +165,8 @@ fn keyed_aggregate_and_top_k_refuse_bad_columns_and_options() {
     check(gateway(string_sum, top_k()), &["node 5 (keyed_aggregate)", "gateway_id"]);
     let clash = KeyedAggregateSpec { aggregates: vec![Aggregate::sum("bytes", "date")], ..keyed() };
     check(gateway(clash, top_k()), &["node 5 (keyed_aggregate)", "`date`", "twice"]);
+    let average = KeyedAggregateSpec { aggregates: vec![Aggregate::avg("bytes", "mean")], ..keyed() };
+    check(gateway(average, top_k()), &["node 5 (keyed_aggregate)", "mean", "window aggregates"]);
     check(gateway(keyed(), TopKSpec { order_by: "gateway_id".into(), ..top_k() }), &["node 6 (top_k)", "gateway_id"]);
     check(gateway(keyed(), TopKSpec { order_by: "totl".into(), ..top_k() }), &["node 6 (top_k)", "`totl`"]);
     check(gateway(keyed(), TopKSpec { k: 0, ..top_k() }), &["node 6 (top_k)", "`k`"]);

@@ -12,7 +12,7 @@ fn source() -> PlanBuilder {
 }
 
 fn window() -> WindowSpec {
-    WindowSpec { time_column: "time".into(), size_ms: 1_000, allowed_lateness_ms: 0 }
+    WindowSpec::tumbling("time", 1_000, 0)
 }
 
 /// Builds `plan` and checks that validation fails with a message containing every `needles`.
@@ -231,6 +231,80 @@ fn a_window_needs_a_positive_size_and_an_aggregate() {
         [Aggregate::count("n"), Aggregate::count("n")],
     );
     check(twice.sink(SinkSpec::Discard), &["node 3 (window_aggregate)", "`n` appears twice"]);
+}
+
+/// Checks that `window` over `name` and `time` is refused naming `needles`.
+fn check_window(window: WindowSpec, needles: &[&str]) {
+    let plan = source().exchange(["name"], 2).window_aggregate(window, ["name"], [Aggregate::count("n")]);
+    check(plan.sink(SinkSpec::Discard), &[&["node 3 (window_aggregate)"], needles].concat());
+}
+
+#[test]
+fn a_hopping_window_needs_a_positive_slide_that_divides_its_size() {
+    check_window(WindowSpec::hopping("time", 1_000, 0, 0), &["window.slide_ms", "must be positive"]);
+    check_window(WindowSpec::hopping("time", 1_000, -5, 0), &["window.slide_ms", "must be positive"]);
+    check_window(WindowSpec::hopping("time", 1_000, 300, 0), &["window.size_ms", "whole multiple", "(300)"]);
+    check_window(WindowSpec::hopping("time", 0, 300, 0), &["window.size_ms", "must be positive"]);
+    check_window(WindowSpec::hopping("time", 1_000_000, 1, 0), &["window.slide_ms", "1000000 windows"]);
+}
+
+#[test]
+fn a_session_window_needs_a_positive_gap_alone() {
+    check_window(WindowSpec::session("time", 0, 0), &["window.gap_ms", "must be positive"]);
+    check_window(WindowSpec::session("time", -1, 0), &["window.gap_ms", "must be positive"]);
+    check_window(WindowSpec { size_ms: 1_000, ..WindowSpec::session("time", 10, 0) }, &["window.gap_ms", "alone"]);
+    check_window(WindowSpec { slide_ms: Some(5), ..WindowSpec::session("time", 10, 0) }, &["window.gap_ms", "alone"]);
+    check_window(WindowSpec::session("time", 10, -1), &["window.allowed_lateness_ms"]);
+}
+
+#[test]
+fn hopping_and_session_windows_output_their_end_and_tumbling_ones_do_not() {
+    let names = |window: WindowSpec| {
+        let plan = source().exchange(["name"], 2).window_aggregate(window, ["name"], [Aggregate::count("n")]);
+        let schemas = validate::validate(&plan.sink(SinkSpec::Discard).build_unchecked()).expect("valid");
+        schemas[3].names().into_iter().map(str::to_string).collect::<Vec<String>>()
+    };
+    assert_eq!(names(window()), ["window_start", "name", "n"]);
+    assert_eq!(names(WindowSpec::hopping("time", 1_000, 250, 0)), ["window_start", "window_end", "name", "n"]);
+    assert_eq!(names(WindowSpec::session("time", 100, 0)), ["window_start", "window_end", "name", "n"]);
+}
+
+#[test]
+fn avg_is_float64_of_a_numeric_column_and_count_distinct_int64_of_any() {
+    let aggregate = |aggregate: Aggregate| {
+        let plan = source().exchange(["name"], 2).window_aggregate(window(), ["name"], [aggregate]);
+        plan.sink(SinkSpec::Discard)
+    };
+    let output_type = |one: Aggregate| {
+        let schemas = validate::validate(&aggregate(one).build_unchecked()).expect("valid");
+        schemas[3].fields.last().expect("the aggregate").data_type
+    };
+    assert_eq!(output_type(Aggregate::avg("time", "mean")), DataType::Float64);
+    assert_eq!(output_type(Aggregate::count_distinct("name", "names")), DataType::Int64);
+    check(aggregate(Aggregate::avg("name", "mean")), &["node 3 (window_aggregate)", "name", "int64 or float64"]);
+    check(aggregate(Aggregate::count_distinct("nmae", "names")), &["node 3 (window_aggregate)", "`nmae`"]);
+    let parsed: Aggregate = serde_json::from_str(r#"{"func": "count_distinct", "column": "name", "name": "names"}"#)
+        .expect("count_distinct parses");
+    assert_eq!(parsed, Aggregate::count_distinct("name", "names"));
+    let parsed: Aggregate =
+        serde_json::from_str(r#"{"func": "avg", "column": "time", "name": "mean"}"#).expect("avg parses");
+    assert_eq!(parsed, Aggregate::avg("time", "mean"));
+}
+
+#[test]
+fn window_kinds_read_and_write_the_json_a_user_writes() {
+    let tumbling = r#"{"time_column":"time","size_ms":1000,"allowed_lateness_ms":0}"#;
+    let parsed: WindowSpec = serde_json::from_str(tumbling).expect("tumbling parses");
+    assert_eq!(parsed, window());
+    assert_eq!(serde_json::to_string(&parsed).expect("writes"), tumbling, "tumbling JSON is what it always was");
+    let hopping = r#"{"time_column":"time","size_ms":1000,"slide_ms":250,"allowed_lateness_ms":0}"#;
+    let parsed: WindowSpec = serde_json::from_str(hopping).expect("hopping parses");
+    assert_eq!(parsed.kind(), WindowKind::Hopping { size_ms: 1_000, slide_ms: 250 });
+    assert_eq!(serde_json::to_string(&parsed).expect("writes"), hopping);
+    let session = r#"{"time_column":"time","gap_ms":500,"allowed_lateness_ms":0}"#;
+    let parsed: WindowSpec = serde_json::from_str(session).expect("session parses");
+    assert_eq!(parsed.kind(), WindowKind::Session { gap_ms: 500 });
+    assert_eq!(serde_json::to_string(&parsed).expect("writes"), session);
 }
 
 #[test]
