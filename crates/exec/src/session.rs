@@ -63,7 +63,7 @@ fn overlapping(sessions: &[Session], time_ms: i64, gap_ms: i64) -> std::ops::Ran
 }
 
 /// Adds a row at `time_ms` to `sessions`, merging what it bridges, and returns the session
-/// that now holds it and how many sessions the key lost to merging.
+/// that now holds it.
 fn add_row<'a>(
     sessions: &'a mut Vec<Session>,
     time_ms: i64,
@@ -71,26 +71,25 @@ fn add_row<'a>(
     initial: &[Accumulator],
     merge_folds: &[Fold],
     update_batch: u64,
-) -> (&'a mut Session, usize) {
+) -> &'a mut Session {
     let range = overlapping(sessions, time_ms, gap_ms);
     let index = range.start;
     let end = time_ms.saturating_add(gap_ms);
     if range.is_empty() {
         let session = Session { start: time_ms, end, accumulators: initial.to_vec(), last_update_batch: update_batch };
         sessions.insert(index, session);
-        return (&mut sessions[index], 0);
+        return &mut sessions[index];
     }
-    let merged = range.len() - 1;
-    let mut absorbed: Vec<Session> = sessions.drain(index + 1..range.end).collect();
+    let absorbed: Vec<Session> = sessions.drain(index + 1..range.end).collect();
     let session = &mut sessions[index];
-    for other in absorbed.drain(..) {
+    for other in absorbed {
         session.end = session.end.max(other.end);
         merge_accumulators(&mut session.accumulators, other.accumulators, merge_folds);
     }
     session.start = session.start.min(time_ms);
     session.end = session.end.max(end);
     session.last_update_batch = update_batch;
-    (session, merged)
+    session
 }
 
 /// Keyed session window state of one reduce partition.
@@ -241,7 +240,7 @@ impl SessionWindowAggregateExec {
                 }
             };
             let before = state.sessions.len();
-            let (session, _) =
+            let session =
                 add_row(&mut state.sessions, time, self.gap_ms, &self.initial, &self.merge_folds, update_batch);
             fold_row(&mut session.accumulators, &self.folds, &inputs, row, &mut scratch);
             self.open_sessions = self.open_sessions + state.sessions.len() as u64 - before as u64;
@@ -384,8 +383,7 @@ mod tests {
         let mut sessions = Vec::new();
         let merge_folds = folds_for(&aggregates()[..1], AggregateInput::Partials);
         for time in times {
-            let (session, _) =
-                add_row(&mut sessions, *time, GAP, &[Accumulator::Value(Cell::Int64(0))], &merge_folds, 0);
+            let session = add_row(&mut sessions, *time, GAP, &[Accumulator::Value(Cell::Int64(0))], &merge_folds, 0);
             let Accumulator::Value(count) = &mut session.accumulators[0] else { unreachable!("a count") };
             fold(count, Fold::CountRows, Cell::Null);
         }
