@@ -27,6 +27,21 @@ pub fn lag_bound_ms(batch_interval_ms: u64) -> f64 {
     (10 * batch_interval_ms).max(100) as f64
 }
 
+/// The batches a run's figures cover: scheduled to end after the warm-up (`warm_ms`) and by
+/// the planned end (`measured_end_ms`). Batches past the planned duration (a live Kafka
+/// run's tail, reading the producer's last events) are not part of the measured rate.
+pub fn measured_batches(batches: &[BatchRecord], warm_ms: i64, measured_end_ms: i64) -> Vec<&BatchRecord> {
+    batches
+        .iter()
+        .filter(|batch| batch.scheduled_end_ms > warm_ms && batch.scheduled_end_ms <= measured_end_ms)
+        .collect()
+}
+
+/// Each batch's processing time, first task launched to last finished, in ms.
+pub fn processing_ms(measured: &[&BatchRecord]) -> Vec<f64> {
+    measured.iter().map(|batch| (batch.finished_at_ms - batch.launched_at_ms) as f64).collect()
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sustained {
     pub events: u64,

@@ -5,6 +5,7 @@
 //!  main.rs ──▶ bench_ysb ──▶ ysb_run (one run: BenchYsbArgs, Probe, RunOutcome)
 //!          │       └──────▶ max_rate (probes) ─▶ ysb_run
 //!          ├─▶ bench_sched (sched, shuffle)
+//!          ├─▶ bench_nexmark (q0–q2 as SQL scripts, checked against nexmark_check)
 //!          ├─▶ bench_recovery, bench_chaos (a worker or the driver lost mid-run)
 //!          └─▶ bench_bottleneck, bench_whatif ──▶ ysb_case (a run by its flags) ──▶ ysb_run
 //!  ysb_run ──▶ sleet_cli::{cluster, client} (processes, jobs), sleet_workloads (the job, its
@@ -18,6 +19,7 @@ mod batch_figures;
 mod bench_bottleneck;
 mod bench_chaos;
 mod bench_gateway;
+mod bench_nexmark;
 mod bench_recovery;
 mod bench_sched;
 mod bench_whatif;
@@ -89,6 +91,10 @@ enum BenchWorkload {
     /// The home-gateway pipeline (generator → Kafka → keyed state and a daily top 10): one
     /// run or one of the field study's sweeps, checked against the generator's ground truth.
     Gateway(bench_gateway::BenchGatewayArgs),
+    /// Nexmark q0–q2 as SQL scripts on the built-in Nexmark generator: throughput, CPU per
+    /// event and latency at one rate or the largest sustained, each run checked exactly
+    /// against the ground truth.
+    Nexmark(bench_nexmark::BenchNexmarkArgs),
 }
 
 fn main() -> ExitCode {
@@ -126,6 +132,10 @@ async fn run(workload: BenchWorkload) -> Result<ExitCode> {
         BenchWorkload::Gateway(args) => {
             (bench_gateway::run(args).await?, Some("some day's top 10 does not match the ground truth"))
         }
+        BenchWorkload::Nexmark(args) => (
+            bench_nexmark::run(args).await?,
+            Some("some query's results do not match the ground truth, or no probed rate was sustained"),
+        ),
     };
     Ok(match (passed, mismatch) {
         (true, _) => ExitCode::SUCCESS,

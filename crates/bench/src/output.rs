@@ -27,6 +27,18 @@ impl BenchOutputArgs {
     pub fn prepare(&self, what: &str) -> Result<RunDir> {
         RunDir::prepare(self.out.as_deref(), self.force, what)
     }
+
+    /// Writes the result object to --json, or without it prints it on standard output.
+    pub fn emit(&self, result: &serde_json::Value) -> Result<()> {
+        let text = serde_json::to_string_pretty(result)?;
+        match &self.json {
+            Some(path) => write_output(path, &(text + "\n")),
+            None => {
+                println!("{text}");
+                Ok(())
+            }
+        }
+    }
 }
 
 /// Writes a benchmark's output file (a result object, a plot), creating its directory.

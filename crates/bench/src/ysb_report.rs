@@ -9,9 +9,9 @@ use sleet_clarity::{percentile, Distribution};
 use sleet_connectors::ysb::{event, event_range};
 use sleet_plan::YsbSourceSpec;
 use sleet_wire::clock::BatchClock;
-use sleet_wire::{BatchRecord, JobSummary};
+use sleet_wire::JobSummary;
 
-use crate::batch_figures::{judge, lag_figures, sustained};
+use crate::batch_figures::{judge, lag_figures, measured_batches, processing_ms, sustained};
 use crate::breakdown_check::end_to_end_check;
 use crate::clarity_report::{clarity_section, measured_samples};
 use crate::ysb_check::{check_counts, window_latencies_ms};
@@ -97,19 +97,11 @@ pub fn evaluate(plan: &RunPlan, summary: &JobSummary, results_dir: &std::path::P
         (Some(correct), Some(check.mismatches), Some(check.windows_expected), latencies, Some(dead_letters_expected))
     };
 
-    // Batches past the planned duration (a live Kafka run's tail, reading the producer's
-    // last events) are not part of the measured rate.
-    let measured_end_ms = summary.start_ms + plan.duration_ms as i64;
-    let measured: Vec<&BatchRecord> = summary
-        .batches
-        .iter()
-        .filter(|batch| batch.scheduled_end_ms > warm_ms && batch.scheduled_end_ms <= measured_end_ms)
-        .collect();
+    let measured = measured_batches(&summary.batches, warm_ms, summary.start_ms + plan.duration_ms as i64);
     let throughput = sustained(&measured);
     let lag = lag_figures(&measured);
     let stability = judge(&lag, plan.batch_interval_ms, ran_fully);
-    let processing: Vec<f64> =
-        measured.iter().map(|batch| (batch.finished_at_ms - batch.launched_at_ms) as f64).collect();
+    let processing = processing_ms(&measured);
     let events_per_s = throughput.as_ref().map(|throughput| throughput.events_per_s);
 
     let json = json!({

@@ -24,14 +24,39 @@ pub struct JsonLine {
 /// anything, which is an error rather than a guess. A writer ends every line with a newline,
 /// so bytes after a file's last newline are a write a crash cut short: they are skipped.
 pub fn read_json_lines(dir: &Path, prefix: &str, what: &'static str) -> Result<Vec<JsonLine>, DurableError> {
+    let mut lines = Vec::new();
+    visit_json_lines(dir, prefix, what, |line| {
+        lines.push(JsonLine { path: line.path.to_path_buf(), line: line.line, value: line.value });
+        Ok(())
+    })?;
+    Ok(lines)
+}
+
+/// A committed line as `visit_json_lines` hands it over: its text too, for a reader that
+/// needs a value exactly as written (a float64's digits, which `serde_json::Value` may round
+/// on the way in).
+pub struct CommittedLine<'a> {
+    pub path: &'a Path,
+    pub line: usize,
+    pub text: &'a [u8],
+    pub value: serde_json::Value,
+}
+
+/// The committed lines `read_json_lines` returns, one at a time and kept nowhere: a reader
+/// of a large output folds it as it goes. An error from `visit` ends the walk.
+pub fn visit_json_lines(
+    dir: &Path,
+    prefix: &str,
+    what: &'static str,
+    mut visit: impl FnMut(CommittedLine<'_>) -> Result<(), DurableError>,
+) -> Result<(), DurableError> {
     let files = list_files(dir, prefix, what)?;
     if files.is_empty() {
-        return Ok(Vec::new());
+        return Ok(());
     }
     let Some(manifest) = read_manifest(dir)? else {
         return Err(DurableError::NoManifest { what, dir: dir.to_path_buf(), manifest_file: MANIFEST_FILE });
     };
-    let mut lines = Vec::new();
     for path in files {
         let attempt = attempt_of_file(&path).ok_or_else(|| DurableError::Format {
             path: path.clone(),
@@ -49,11 +74,11 @@ pub fn read_json_lines(dir: &Path, prefix: &str, what: &'static str) -> Result<V
                 serde_json::from_slice(text).map_err(|error| format_error(error.to_string()))?;
             let batch = value["batch"].as_u64().ok_or_else(|| format_error("a line without its `batch`".into()))?;
             if manifest.admits(attempt, batch) {
-                lines.push(JsonLine { path: path.clone(), line: index + 1, value });
+                visit(CommittedLine { path: &path, line: index + 1, text, value })?;
             }
         }
     }
-    Ok(lines)
+    Ok(())
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 //!  gen_gateway    the gateway generator's records to a transport (Kafka, or an ingest server
 //!                 over HTTP or WebSocket through ingest_client), keyed by gateway, JSON or Avro
 //!  nexmark_check  Nexmark q0–q3, q5, q7, q8 computed over the generator's events
+//!  nexmark_exact  a q0–q2 job's sink rows against nexmark_check, as a multiset
 //!  gen_nexmark    the Nexmark generator's events to a Kafka topic
 //!  ysb_check      a ysb run's ground truth, its result rows against it; window latencies
 //!  shuffle_check  the number stream's expected sums and (key, window) totals, and the sink's
@@ -35,6 +36,7 @@ pub mod gen_nexmark;
 pub mod gen_ysb;
 pub mod ingest_client;
 pub mod nexmark_check;
+pub mod nexmark_exact;
 pub mod scheduler_args;
 pub mod shuffle_check;
 mod threads;

@@ -176,11 +176,7 @@ pub async fn run(args: BenchGatewayArgs) -> Result<bool> {
         }
         Some(kind) => sweep::run(kind, &args.config(), &run_dir.path, args.plot.as_deref()).await?,
     };
-    let text = serde_json::to_string_pretty(&json)?;
-    match &args.output.json {
-        Some(path) => write_output(path, &(text + "\n"))?,
-        None => println!("{text}"),
-    }
+    args.output.emit(&json)?;
     run_dir.finish(exact);
     Ok(exact)
 }

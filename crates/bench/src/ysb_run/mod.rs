@@ -130,6 +130,38 @@ pub struct RunOutcome {
     pub last_status_events_per_s: Option<f64>,
 }
 
+/// Stops a search's probe once its lag passes a limit: past it the rate cannot be kept up,
+/// and the rest of the run would only cost time.
+pub struct GiveUp {
+    limit_ms: Option<i64>,
+    fired: AtomicBool,
+    notify: Arc<tokio::sync::Notify>,
+}
+
+impl GiveUp {
+    /// `None`: never gives up (a full run).
+    pub fn new(limit_ms: Option<i64>) -> GiveUp {
+        GiveUp { limit_ms, fired: AtomicBool::new(false), notify: Arc::new(tokio::sync::Notify::new()) }
+    }
+
+    /// Takes each progress report's lag.
+    pub fn observe(&self, lag_ms: i64) {
+        if self.limit_ms.is_some_and(|limit| lag_ms > limit) && !self.fired.swap(true, Ordering::SeqCst) {
+            eprintln!("  lag {lag_ms} ms: this rate cannot be kept up; stopping the probe");
+            self.notify.notify_one();
+        }
+    }
+
+    /// Resolves on Ctrl-C, or once the probe has given up: what stops the job.
+    pub fn stop(&self) -> impl std::future::Future<Output = ()> {
+        crate::interrupt::or_notified(self.notify.clone())
+    }
+
+    pub fn fired(&self) -> bool {
+        self.fired.load(Ordering::SeqCst)
+    }
+}
+
 /// The results and dead-letter directories of a run, emptied of an earlier run's files.
 pub fn clear_run_outputs(run_dir: &Path) -> Result<(PathBuf, PathBuf)> {
     let results_dir = run_dir.join("results");
@@ -183,8 +215,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     let watch = SinkWatch::start(&results_dir)?;
     let cluster = args.start_cluster(run_dir)?;
     let started = std::time::Instant::now();
-    let gave_up = Arc::new(AtomicBool::new(false));
-    let give_up = Arc::new(tokio::sync::Notify::new());
+    let give_up = GiveUp::new(probe.give_up_lag_ms);
     let mut last_status = None;
     let summary = run_job(
         &cluster.driver_address,
@@ -200,14 +231,9 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
                 host.start();
             }
             eprintln!("{}", status_line(started.elapsed(), progress));
-            if probe.give_up_lag_ms.is_some_and(|limit| progress.lag_ms > limit)
-                && !gave_up.swap(true, Ordering::SeqCst)
-            {
-                eprintln!("  lag {} ms: this rate cannot be kept up; stopping the probe", progress.lag_ms);
-                give_up.notify_one();
-            }
+            give_up.observe(progress.lag_ms);
         },
-        crate::interrupt::or_notified(give_up.clone()),
+        give_up.stop(),
     )
     .await;
     let host = host.finish();
@@ -240,7 +266,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         batch_interval_ms: args.ysb.batch_interval_ms(),
         duration_ms: probe.duration.as_millis() as u64,
         warmup_ms: probe.warmup.as_millis() as u64,
-        stopped_early: gave_up.load(Ordering::SeqCst),
+        stopped_early: give_up.fired(),
         input: None,
         sink_rows: None,
         host,

@@ -17,6 +17,7 @@ mod gateway_job;
 mod ingest;
 mod kafka;
 mod nexmark;
+mod nexmark_sql;
 mod recovery;
 mod restart;
 mod sql;
