@@ -19,6 +19,7 @@ fuzz_target!(|data: &[u8]| {
     let no_files = |name: &str| Err(format!("{name}: no files while fuzzing"));
     let options = SqlOptions {
         default_sink: SinkSpec::Discard,
+        job_name: "sql".into(),
         settings: JobSettings::default(),
         start_ms: 1_800_000_000_000,
         read_file: &no_files,

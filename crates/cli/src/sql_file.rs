@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use sleet_plan::{JobFile, JobSettings, SinkSpec};
+use sleet_plan::{JobSettings, SinkSpec};
 use sleet_sql::{compile, Compiled, SqlOptions};
 
 /// Whether `path` names a SQL script rather than a JSON job file.
@@ -30,7 +30,8 @@ impl SqlDefaults {
     }
 }
 
-/// Compiles the script at `path` (its text is `text`); the job is named after the file.
+/// Compiles the script at `path` (its text is `text`); a bare SELECT's job is named after the
+/// file.
 pub fn compile_sql_file(path: &Path, text: &str, defaults: &SqlDefaults) -> Result<Compiled> {
     let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let read_file = move |name: &str| {
@@ -40,22 +41,14 @@ pub fn compile_sql_file(path: &Path, text: &str, defaults: &SqlDefaults) -> Resu
     let settings = JobSettings { dead_letter_dir: Some(defaults.dead_letter_dir.clone()), ..JobSettings::default() };
     let options = SqlOptions {
         default_sink: SinkSpec::JsonLines { dir: defaults.results_dir.clone() },
+        job_name: path.file_stem().map_or_else(|| "sql".to_string(), |stem| stem.to_string_lossy().into_owned()),
         // A generator that simulates time from a start begins a moment after the script is
         // compiled, on a whole second, as `sleet job gateway` does.
         start_ms: (defaults.now_ms + 5_000) / 1_000 * 1_000,
         settings,
         read_file: &read_file,
     };
-    let mut compiled = compile(text, &options).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))?;
-    if let Some(stem) = path.file_stem() {
-        let job: &mut JobFile = match &mut compiled {
-            Compiled::Job(job) | Compiled::Explain(job) => job,
-        };
-        if job.plan.name == "sql" {
-            job.plan.name = stem.to_string_lossy().into_owned();
-        }
-    }
-    Ok(compiled)
+    compile(text, &options).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
 }
 
 /// Reads and compiles a script; the error names the file.

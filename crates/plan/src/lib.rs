@@ -19,6 +19,7 @@
 
 pub mod avro;
 pub mod builder;
+pub mod duration;
 pub mod error;
 pub mod expr;
 pub mod expr_type;

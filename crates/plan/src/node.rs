@@ -238,6 +238,17 @@ impl SourceSpec {
         }
     }
 
+    /// The instant a generator's event time starts at, for those that simulate time from a
+    /// given start: a job on one should start its batches there, or it misses the first
+    /// events. Sources that read real time or stored records have none.
+    pub fn event_time_start_ms(&self) -> Option<i64> {
+        match self {
+            SourceSpec::Gateway(spec) => Some(spec.start_ms),
+            SourceSpec::Nexmark(spec) => Some(spec.start_ms),
+            SourceSpec::Ysb(_) | SourceSpec::Numbers(_) | SourceSpec::Kafka(_) | SourceSpec::Files(_) => None,
+        }
+    }
+
     pub fn partitions(&self) -> u32 {
         match self {
             SourceSpec::Ysb(spec) => spec.partitions,

@@ -1,5 +1,5 @@
-//! `INTERVAL '10' SECOND`, `INTERVAL '1.5 minutes'` and duration texts (`10ms`, `2 h`) as
-//! milliseconds.
+//! `INTERVAL '10' SECOND`, `INTERVAL '1.5 minutes'` and duration texts (`10ms`, `2 h`, read by
+//! `sleet_plan::duration`) as milliseconds.
 
 use sqlparser::ast::{DateTimeField, Expr, Interval, Value};
 
@@ -59,23 +59,11 @@ fn whole_ms(ms: f64) -> Option<i64> {
     (ms.is_finite() && ms >= 0.0 && ms.fract() == 0.0 && ms <= i64::MAX as f64).then_some(ms as i64)
 }
 
-/// A duration written as text: a number and a unit (`10ms`, `1.5 s`, `2 minutes`, `1 day`);
-/// a bare number is milliseconds.
+/// A duration written as text (`10ms`, `1.5 s`, `2 minutes`, `1 day`; a bare number is
+/// milliseconds), as the command line's flags take it.
 pub fn duration_ms(text: &str) -> Result<i64, String> {
-    let trimmed = text.trim();
-    let split = trimmed.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(trimmed.len());
-    let (number, unit) = trimmed.split_at(split);
-    let amount: f64 =
-        number.parse().map_err(|_| format!("`{text}` is not a duration such as 10ms, 5s or 2 minutes"))?;
-    let unit_ms = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "ms" | "millisecond" | "milliseconds" => 1.0,
-        "s" | "sec" | "second" | "seconds" => 1_000.0,
-        "m" | "min" | "minute" | "minutes" => 60_000.0,
-        "h" | "hour" | "hours" => 3_600_000.0,
-        "d" | "day" | "days" => 86_400_000.0,
-        other => return Err(format!("`{other}` in `{text}` is not a unit (ms, s, min, h, d)")),
-    };
-    whole_ms(amount * unit_ms).ok_or_else(|| format!("`{text}` is not a whole number of milliseconds ≥ 0"))
+    let ms = sleet_plan::duration::parse_ms(text, sleet_plan::duration::BareUnit::Millis)?;
+    whole_ms(ms).ok_or_else(|| format!("`{text}` is not a whole number of milliseconds ≥ 0"))
 }
 
 #[cfg(test)]
@@ -114,5 +102,6 @@ mod tests {
         assert_eq!(duration_ms("5 s"), Ok(5_000));
         assert_eq!(duration_ms("2h"), Ok(7_200_000));
         assert!(duration_ms("5 fortnights").unwrap_err().contains("not a unit"));
+        assert!(duration_ms("0.5ms").unwrap_err().contains("whole number"));
     }
 }

@@ -30,7 +30,7 @@ mod types;
 
 use std::collections::BTreeMap;
 
-use sleet_plan::{JobFile, JobSettings, Node, Operator, Plan, SinkSpec, SourceSpec};
+use sleet_plan::{JobFile, JobSettings, Node, Operator, Plan, SinkSpec};
 use sqlparser::ast::{ObjectName, Query, Set, Statement, TableObject};
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
@@ -45,6 +45,8 @@ use crate::query::{plan_query, QueryContext, QuerySettings};
 pub struct SqlOptions<'a> {
     /// Where a bare `SELECT` (no `INSERT INTO`) writes its rows.
     pub default_sink: SinkSpec,
+    /// The name of a bare `SELECT`'s job (an `INSERT`'s is its target table's).
+    pub job_name: String,
     /// The job's settings before the script's `SET`s.
     pub settings: JobSettings,
     /// Time zero of a generator that needs one (the gateway's) when its table does not say:
@@ -182,7 +184,7 @@ fn plan_statement(
             let table = catalog.get(&target.to_string(), at)?;
             (query.as_ref(), Some(table), table.name.clone())
         }
-        Statement::Query(query) => (query.as_ref(), None, "sql".to_string()),
+        Statement::Query(query) => (query.as_ref(), None, options.job_name.clone()),
         other => return Err(SqlError::unsupported(at, format!("EXPLAIN of `{}`", first_words(other)))),
     };
     let mut planned = plan_query(query, &context)?;
@@ -197,11 +199,8 @@ fn plan_statement(
     nodes.push(Node { operator: Operator::Sink { spec: sink } });
     let mut settings = job_settings.clone();
     if settings.start_ms.is_none() {
-        // A generator whose event time starts at a given instant should have its batches
-        // start there, or the first batches would miss its first events.
         settings.start_ms = match nodes.first().map(|node| &node.operator) {
-            Some(Operator::Source { spec: SourceSpec::Gateway(gateway) }) => Some(gateway.start_ms),
-            Some(Operator::Source { spec: SourceSpec::Nexmark(nexmark) }) => Some(nexmark.start_ms),
+            Some(Operator::Source { spec }) => spec.event_time_start_ms(),
             _ => None,
         };
     }

@@ -59,12 +59,6 @@ pub struct QueryContext<'a> {
     pub read_file: &'a dyn Fn(&str) -> Result<String, String>,
 }
 
-/// A window table function's window, before its aggregate exists.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WindowInfo {
-    pub spec: WindowSpec,
-}
-
 /// The plan so far and what the rest of the query can name.
 #[derive(Debug, Clone)]
 pub struct Planned {
@@ -73,7 +67,8 @@ pub struct Planned {
     /// The event-time column (its plan name) and how late rows may be.
     pub event_time: Option<Watermark>,
     pub source_partitions: u32,
-    pub window: Option<WindowInfo>,
+    /// A window table function's window, until the aggregate over it is planned.
+    pub window: Option<WindowSpec>,
 }
 
 impl Planned {
@@ -341,7 +336,7 @@ impl<'a> SelectPlanner<'a> {
         }
         named.extend(self.select.having.iter());
         let mut needed: Vec<String> = lookups.iter().map(|lookup| lookup.key.clone()).collect();
-        needed.extend(planned.window.iter().map(|window| window.spec.time_column.clone()));
+        needed.extend(planned.window.iter().map(|window| window.time_column.clone()));
         needed.extend(planned.event_time.iter().map(|watermark| watermark.column.clone()));
         for expr in named {
             collect_stream_columns(expr, &planned.scope, self.at, &mut needed);
@@ -355,15 +350,20 @@ impl<'a> SelectPlanner<'a> {
         Ok(())
     }
 
+    /// The expressions the SELECT list and HAVING compute over the rows they read.
+    fn output_exprs(&self) -> impl Iterator<Item = &'a Expr> {
+        let select: &'a Select = self.select;
+        let items = select.projection.iter().filter_map(|item| match item {
+            SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } => Some(expr),
+            _ => None,
+        });
+        items.chain(select.having.iter())
+    }
+
     fn aggregate_calls(&self) -> Vec<&'a Expr> {
         let mut found = Vec::new();
-        for item in &self.select.projection {
-            if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
-                aggregate_calls(expr, &mut found);
-            }
-        }
-        if let Some(having) = &self.select.having {
-            aggregate_calls(having, &mut found);
+        for expr in self.output_exprs() {
+            aggregate_calls(expr, &mut found);
         }
         let mut distinct: Vec<&Expr> = Vec::new();
         for call in found {
@@ -476,7 +476,7 @@ impl<'a> SelectPlanner<'a> {
         }
 
         let time_column = match (&planned.window, &planned.event_time) {
-            (Some(window), _) => window.spec.time_column.clone(),
+            (Some(window), _) => window.time_column.clone(),
             (None, Some(watermark)) => watermark.column.clone(),
             (None, None) => {
                 return Err(SqlError::invalid(
@@ -488,16 +488,17 @@ impl<'a> SelectPlanner<'a> {
         };
         self.project_aggregate_inputs(planned, &keys, &aggregates, &computed, &time_column)?;
 
-        let exchange_keys = match top_n {
-            Some((row_number, _)) => self.partition_keys(row_number, &replacements, &keys)?,
-            None => keys.clone(),
+        let ranking_groups = match top_n {
+            Some((row_number, _)) => Some(self.partition_keys(row_number, &replacements, &keys)?),
+            None => None,
         };
+        let exchange_keys = ranking_groups.clone().unwrap_or_else(|| keys.clone());
         let partitions = self.context.settings.parallelism.unwrap_or(planned.source_partitions);
         planned.push(Operator::Exchange { keys: exchange_keys, partitions });
 
         match &planned.window {
             Some(window) => planned.push(Operator::WindowAggregate {
-                window: window.spec.clone(),
+                window: window.clone(),
                 keys: keys.clone(),
                 aggregates: aggregates.clone(),
             }),
@@ -517,10 +518,10 @@ impl<'a> SelectPlanner<'a> {
             }
             // A tumbling aggregate's rows carry their window's start (the other kinds carry
             // both bounds); its end is computed only for a query that reads it.
-            if !window.spec.has_end_column() && self.names_window_end() {
+            if !window.has_end_column() && self.names_window_end() {
                 let mut columns: Vec<(PlanExpr, String)> =
                     schema.fields.iter().map(|field| (col(field.name.as_str()), field.name.clone())).collect();
-                let end = col(WindowBound::Start.name()).add(lit(window.spec.size_ms));
+                let end = col(WindowBound::Start.name()).add(lit(window.size_ms));
                 columns.push((end, WindowBound::End.name().into()));
                 planned.push(Operator::Project { columns });
                 planned.scope = Scope::of_fields(&planned.output_schema(self.at)?.fields);
@@ -531,8 +532,8 @@ impl<'a> SelectPlanner<'a> {
             let predicate = translator.predicate(having)?;
             planned.push(Operator::Filter { predicate });
         }
-        if let Some((row_number, k)) = top_n {
-            return self.push_top_n(planned, row_number, k, &replacements, &keys, &time_column);
+        if let (Some((row_number, k)), Some(group)) = (top_n, ranking_groups) {
+            return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, &time_column);
         }
         self.project_select_list(planned, &replacements)
     }
@@ -540,13 +541,8 @@ impl<'a> SelectPlanner<'a> {
     /// Whether the SELECT list or HAVING reads `window_end`.
     fn names_window_end(&self) -> bool {
         let mut names = Vec::new();
-        for item in &self.select.projection {
-            if let SelectItem::UnnamedExpr(expr) | SelectItem::ExprWithAlias { expr, .. } = item {
-                column_names(expr, &mut names);
-            }
-        }
-        if let Some(having) = &self.select.having {
-            column_names(having, &mut names);
+        for expr in self.output_exprs() {
+            column_names(expr, &mut names);
         }
         names.iter().any(|name| name.eq_ignore_ascii_case(WindowBound::End.name()))
     }
@@ -724,13 +720,12 @@ impl<'a> SelectPlanner<'a> {
     fn push_top_n(
         &self,
         planned: &mut Planned,
-        row_number: &RowNumber,
-        k: u32,
+        (row_number, k): (&RowNumber, u32),
+        group: Vec<String>,
         replacements: &Replacements,
         keys: &[String],
         time_column: &str,
     ) -> Result<(), SqlError> {
-        let group = self.partition_keys(row_number, replacements, keys)?;
         let order_at = spans::at(&row_number.order_by, row_number.at);
         let translator = Translator { scope: &planned.scope, replacements: Some(replacements), fallback: self.at };
         let order_by = match translator.typed(&row_number.order_by)? {
@@ -1094,7 +1089,7 @@ fn plan_table_function(
                 }
                 _ => unreachable!("the arguments matched above"),
             };
-            planned.window = Some(WindowInfo { spec });
+            planned.window = Some(spec);
             for bound in [WindowBound::Start, WindowBound::End] {
                 planned.scope.push(ScopeColumn {
                     table: Some(qualifier.to_ascii_lowercase()),

@@ -14,6 +14,7 @@ fn repository_file(path: &str) -> Result<String, String> {
 fn compile_text(text: &str) -> Result<Compiled, sleet_sql::SqlError> {
     let options = SqlOptions {
         default_sink: SinkSpec::JsonLines { dir: "results".into() },
+        job_name: "sql".into(),
         settings: JobSettings::default(),
         start_ms: 1_800_000_000_000,
         read_file: &repository_file,

@@ -1,42 +1,22 @@
-//! Duration flags: `10ms`, `2s`, `1m`, `1h`, or a bare number in the flag's own unit (the unit
+//! Duration flags: `10ms`, `2s`, `1m`, `1h`, `1d` (`sleet_plan::duration`), or a bare number in the flag's own unit (the unit
 //! each flag had before units were accepted, so old command lines keep their meaning).
 
 use std::time::Duration;
 
+use sleet_plan::duration::BareUnit;
+
 /// For flags whose bare numbers are seconds.
 pub fn seconds(text: &str) -> Result<Duration, String> {
-    parse(text, Unit::Seconds)
+    parse(text, BareUnit::Seconds)
 }
 
 /// For flags whose bare numbers are milliseconds.
 pub fn millis(text: &str) -> Result<Duration, String> {
-    parse(text, Unit::Millis)
+    parse(text, BareUnit::Millis)
 }
 
-#[derive(Clone, Copy)]
-enum Unit {
-    Millis,
-    Seconds,
-}
-
-fn parse(text: &str, bare: Unit) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration: expected a number with a unit, such as 10ms, 2s or 1m"))?;
-    let ms_per_unit = match (unit.trim(), bare) {
-        ("", Unit::Millis) | ("ms", _) => 1.0,
-        ("", Unit::Seconds) | ("s", _) => 1_000.0,
-        ("m", _) | ("min", _) => 60_000.0,
-        ("h", _) => 3_600_000.0,
-        (other, _) => return Err(format!("`{other}` in `{text}` is not a unit: use ms, s, m or h")),
-    };
-    let ms = value * ms_per_unit;
-    if !ms.is_finite() || ms > u64::MAX as f64 / 2.0 {
-        return Err(format!("`{text}` is too long a duration"));
-    }
+fn parse(text: &str, bare: BareUnit) -> Result<Duration, String> {
+    let ms = sleet_plan::duration::parse_ms(text, bare)?;
     Ok(Duration::from_micros((ms * 1000.0).round() as u64))
 }
 
@@ -69,7 +49,7 @@ mod tests {
     #[test]
     fn bad_durations_say_what_is_wrong() {
         let unit = seconds("5x").expect_err("x is no unit");
-        assert!(unit.contains("`x`") && unit.contains("ms, s, m or h"), "{unit}");
+        assert!(unit.contains("`x`") && unit.contains("ms, s, m, h or d"), "{unit}");
         let number = millis("fast").expect_err("not a number");
         assert!(number.contains("`fast`"), "{number}");
         assert!(seconds("-3s").is_err(), "a duration is not negative");
