@@ -1,6 +1,8 @@
-//! A hash exchange: its keys are input columns, and a plan has one of them so far.
+//! A hash exchange: its keys are input columns. A plan may have several; each starts a
+//! stage that reads the one before through a shuffle, and the stateful operators after it are
+//! partitioned by its keys.
 
-use super::columns::{column_type, option, structure};
+use super::columns::{column_type, option};
 use crate::error::{NodeRef, PlanError};
 use crate::schema::Schema;
 
@@ -9,16 +11,12 @@ pub(super) fn check(
     input: &Schema,
     keys: &[String],
     partitions: u32,
-    after_another_exchange: bool,
 ) -> Result<Schema, PlanError> {
     if keys.is_empty() {
         return Err(option(at, "keys", "needs at least one key"));
     }
     if partitions == 0 {
         return Err(option(at, "partitions", "must be at least 1"));
-    }
-    if after_another_exchange {
-        return Err(structure(at, "only one exchange per plan is supported so far"));
     }
     for key in keys {
         column_type(at, input, key)?;

@@ -43,7 +43,7 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
                 lookup::check(&at, input, key, table, table_key, columns)?
             }
             (Operator::Exchange { keys, partitions }, Some(input)) => {
-                let output = exchange::check(&at, input, keys, *partitions, exchange_keys.is_some())?;
+                let output = exchange::check(&at, input, keys, *partitions)?;
                 exchange_keys = Some(keys);
                 output
             }

@@ -55,6 +55,49 @@ fn splits_at_the_exchange_with_a_partial_aggregate_when_combining() {
     assert_eq!(reduce.output, StageOutput::Sink(SinkSpec::Discard));
 }
 
+/// Counts per campaign and window, then a ranking per window: a second exchange moves each
+/// window's counts to the partition that ranks them.
+fn ysb_ranked_per_window(partitions: u32) -> Plan {
+    let mut plan = ysb_like(partitions);
+    let sink = plan.nodes.pop().expect("a sink");
+    let top = TopKSpec {
+        group: vec!["window_start".into()],
+        keys: vec!["campaign_id".into()],
+        order_by: "count".into(),
+        k: 3,
+        time_column: "window_start".into(),
+        ttl_ms: 60_000,
+        max_keys: 1_000,
+    };
+    plan.nodes.push(Node { operator: Operator::Exchange { keys: vec!["window_start".into()], partitions: 1 } });
+    plan.nodes.push(Node { operator: Operator::TopK(top) });
+    plan.nodes.push(sink);
+    validate::validate(&plan).expect("two exchanges are a valid plan");
+    plan
+}
+
+#[test]
+fn a_second_exchange_starts_a_third_stage_reading_the_second() {
+    let physical = plan_stages(&ysb_ranked_per_window(4), true).expect("plans");
+    assert_eq!(physical.stages.len(), 3);
+    let (counts, ranking) = (&physical.stages[1], &physical.stages[2]);
+    assert_eq!(kinds(counts), ["window_aggregate"]);
+    assert_eq!(counts.output, StageOutput::Shuffle { keys: vec!["window_start".into()], partitions: 1 });
+    assert_eq!(ranking.input, StageInput::Shuffle { from_stage: StageId(1), map_partitions: 4 });
+    assert_eq!(kinds(ranking), ["top_k"]);
+    assert!(counts.is_stateful() && ranking.is_stateful());
+    assert_eq!(ranking.output, StageOutput::Sink(SinkSpec::Discard));
+}
+
+#[test]
+fn a_ranking_after_a_second_exchange_must_be_partitioned_by_its_keys() {
+    let mut plan = ysb_ranked_per_window(4);
+    let at = plan.nodes.iter().rposition(|node| matches!(node.operator, Operator::Exchange { .. })).expect("exchange");
+    plan.nodes[at] = Node { operator: Operator::Exchange { keys: vec!["campaign_id".into()], partitions: 1 } };
+    let error = validate::validate(&plan).expect_err("the ranking's group is not the exchange's key").to_string();
+    assert!(error.contains("top_k"), "{error}");
+}
+
 #[test]
 fn without_combine_raw_rows_cross_the_exchange() {
     let physical = plan_stages(&ysb_like(2), false).expect("plans");
