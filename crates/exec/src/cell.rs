@@ -2,6 +2,7 @@
 //! Arrow column, written to and read back from snapshot bytes (`key::KeyColumns`' tags), and
 //! appended to an output column.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
@@ -34,6 +35,38 @@ pub(crate) fn read_cell(column: &dyn Array, row: usize) -> Cell {
         DataType::Float64 => Cell::Float64(column.as_primitive::<Float64Type>().value(row)),
         DataType::Boolean => Cell::Boolean(column.as_boolean().value(row)),
         _ => Cell::Null,
+    }
+}
+
+/// A total order on cells of one column: null first, then by value (floats by `total_cmp`).
+pub(crate) fn compare_cells(left: &Cell, right: &Cell) -> Ordering {
+    match (left, right) {
+        (Cell::Null, Cell::Null) => Ordering::Equal,
+        (Cell::Null, _) => Ordering::Less,
+        (_, Cell::Null) => Ordering::Greater,
+        (Cell::Int64(a), Cell::Int64(b)) => a.cmp(b),
+        (Cell::Float64(a), Cell::Float64(b)) => a.total_cmp(b),
+        (Cell::Int64(a), Cell::Float64(b)) => (*a as f64).total_cmp(b),
+        (Cell::Float64(a), Cell::Int64(b)) => a.total_cmp(&(*b as f64)),
+        (Cell::Utf8(a), Cell::Utf8(b)) => a.cmp(b),
+        (Cell::Boolean(a), Cell::Boolean(b)) => a.cmp(b),
+        // Never within one column; any fixed order keeps the set consistent.
+        (a, b) => kind(a).cmp(&kind(b)),
+    }
+}
+
+/// Rows (or keys) of the same columns, column by column in `compare_cells`' order.
+pub(crate) fn compare_rows(left: &[Cell], right: &[Cell]) -> Ordering {
+    left.iter().zip(right).map(|(a, b)| compare_cells(a, b)).find(|order| order.is_ne()).unwrap_or(Ordering::Equal)
+}
+
+fn kind(cell: &Cell) -> u8 {
+    match cell {
+        Cell::Null => 0,
+        Cell::Boolean(_) => 1,
+        Cell::Int64(_) => 2,
+        Cell::Float64(_) => 3,
+        Cell::Utf8(_) => 4,
     }
 }
 

@@ -18,6 +18,8 @@
 //!        increments::IncrementsExec     readings ──▶ increments (+ corrections)
 //!        keyed_aggregate::KeyedAggregateExec  rows ──▶ changed keys' totals
 //!        top_k::TopKExec                totals ──▶ changed groups' rankings
+//!        top_rows::TopRowsExec          rows ──▶ changed windows' top rows
+//!                 (map side: top_rows::PartialTopRowsExec, each batch's top rows per window)
 //! ```
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
@@ -36,6 +38,7 @@ pub mod keyed_aggregate;
 pub mod ops;
 pub mod partition;
 pub mod pipeline;
+mod ranking;
 
 pub mod records;
 mod scalar_functions;
@@ -43,6 +46,7 @@ pub mod session;
 pub mod state;
 mod state_clock;
 pub mod top_k;
+pub mod top_rows;
 pub mod types;
 pub mod window;
 #[cfg(test)]

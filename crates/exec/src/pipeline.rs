@@ -1,8 +1,8 @@
 //! One stage of a physical plan as a chain of operators: the unit a task's compute monotask runs.
 //!
 //! A `StagePipeline` lives as long as its `(job, stage, partition)` on a worker, so stateful
-//! operators (window aggregate, increments, keyed aggregate, top-k; any number of them, in a
-//! map stage too) keep their state between the batches of that partition.
+//! operators (window aggregate, increments, keyed aggregate, top-k, top-rows; any number of
+//! them, in a map stage too) keep their state between the batches of that partition.
 
 use std::sync::Arc;
 
@@ -25,6 +25,7 @@ use crate::records::RawRecords;
 use crate::session::SessionWindowAggregateExec;
 use crate::state::{join_stage_snapshot, split_stage_snapshot, StateCounts, StateSize};
 use crate::top_k::TopKExec;
+use crate::top_rows::{PartialTopRowsExec, TopRowsExec};
 use crate::window::{ClosedWindow, PartialWindowAggregateExec, WindowAggregateExec};
 
 /// What a task feeds its stage: raw source records, rows a source held already decoded, or
@@ -95,6 +96,8 @@ enum OperatorExec {
     Increments(IncrementsExec),
     KeyedAggregate(KeyedAggregateExec),
     TopK(TopKExec),
+    PartialTopRows(PartialTopRowsExec),
+    TopRows(TopRowsExec),
 }
 
 pub struct StagePipeline {
@@ -146,6 +149,8 @@ impl StagePipeline {
                 PhysicalOp::Increments(spec) => OperatorExec::Increments(IncrementsExec::new(spec.clone())),
                 PhysicalOp::KeyedAggregate(spec) => OperatorExec::KeyedAggregate(KeyedAggregateExec::new(spec.clone())),
                 PhysicalOp::TopK(spec) => OperatorExec::TopK(TopKExec::new(spec.clone())),
+                PhysicalOp::PartialTopRows(spec) => OperatorExec::PartialTopRows(PartialTopRowsExec::new(spec.clone())),
+                PhysicalOp::TopRows { spec, input } => OperatorExec::TopRows(TopRowsExec::new(spec.clone(), *input)),
             });
         }
         debug_assert!(matches!(stage.input, StageInput::Source(_) | StageInput::Shuffle { .. }));
@@ -246,6 +251,16 @@ impl StagePipeline {
                     out.add_state_counts(output.counts, bound_name);
                     vec![output.rankings]
                 }
+                OperatorExec::TopRows(top_rows) => {
+                    let output = top_rows.process(&batches)?;
+                    out.add_state_counts(output.counts, bound_name);
+                    vec![output.rows]
+                }
+                OperatorExec::PartialTopRows(partial) => {
+                    let output = partial.execute(&concat(&batches)?)?;
+                    out.add_state_counts(output.counts, bound_name);
+                    vec![output.rows]
+                }
                 other => {
                     let batch = concat(&batches)?;
                     vec![match other {
@@ -267,7 +282,9 @@ impl StagePipeline {
                         | OperatorExec::SessionWindow(_)
                         | OperatorExec::Increments(_)
                         | OperatorExec::KeyedAggregate(_)
-                        | OperatorExec::TopK(_) => unreachable!("matched above"),
+                        | OperatorExec::TopK(_)
+                        | OperatorExec::PartialTopRows(_)
+                        | OperatorExec::TopRows(_) => unreachable!("matched above"),
                     }]
                 }
             };
@@ -302,11 +319,13 @@ impl StagePipeline {
                 OperatorExec::Increments(increments) => Some(increments.snapshot()),
                 OperatorExec::KeyedAggregate(aggregate) => Some(aggregate.snapshot()),
                 OperatorExec::TopK(top_k) => Some(top_k.snapshot()),
+                OperatorExec::TopRows(top_rows) => Some(top_rows.snapshot()),
                 OperatorExec::Decode(_)
                 | OperatorExec::Filter(_)
                 | OperatorExec::Project(_)
                 | OperatorExec::Lookup(_)
-                | OperatorExec::PartialWindow(_) => None,
+                | OperatorExec::PartialWindow(_)
+                | OperatorExec::PartialTopRows(_) => None,
             })
             .collect();
         (!parts.is_empty()).then(|| join_stage_snapshot(&parts))
@@ -327,6 +346,7 @@ impl StagePipeline {
                 OperatorExec::Increments(increments) => increments.restore(part)?,
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.restore(part)?,
                 OperatorExec::TopK(top_k) => top_k.restore(part)?,
+                OperatorExec::TopRows(top_rows) => top_rows.restore(part)?,
                 _ => unreachable!("filtered to stateful operators"),
             }
         }
@@ -343,6 +363,7 @@ impl StagePipeline {
                 OperatorExec::Increments(increments) => increments.size(),
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.size(),
                 OperatorExec::TopK(top_k) => top_k.size(),
+                OperatorExec::TopRows(top_rows) => top_rows.size(),
                 _ => continue,
             };
             total.keys += size.keys;
@@ -361,6 +382,7 @@ impl OperatorExec {
                 | OperatorExec::Increments(_)
                 | OperatorExec::KeyedAggregate(_)
                 | OperatorExec::TopK(_)
+                | OperatorExec::TopRows(_)
         )
     }
 }
@@ -387,18 +409,22 @@ fn window_operator(
     Ok(OperatorExec::SessionWindow(SessionWindowAggregateExec::new(window, keys, aggregates)))
 }
 
-/// How the user's plan names a keyed operator under a `max_keys`: its kind, its key columns
-/// and the bound, e.g. `increments by gateway_id (max_keys 10000)`.
+/// How the user's plan names a keyed operator under a bound on its keys: its kind, its key
+/// columns and the bound, e.g. `increments by gateway_id (max_keys 10000)`.
 fn state_bound_name(op: &PhysicalOp) -> Option<String> {
-    let (kind, keys, max_keys) = match op {
-        PhysicalOp::Increments(spec) => ("increments", spec.keys.join(", "), spec.max_keys),
-        PhysicalOp::KeyedAggregate(spec) => ("keyed_aggregate", spec.keys.join(", "), spec.max_keys),
-        PhysicalOp::TopK(spec) => {
-            ("top_k", spec.group.iter().chain(&spec.keys).cloned().collect::<Vec<_>>().join(", "), spec.max_keys)
-        }
+    let (kind, keys, bound, max) = match op {
+        PhysicalOp::Increments(spec) => ("increments", spec.keys.join(", "), "max_keys", spec.max_keys),
+        PhysicalOp::KeyedAggregate(spec) => ("keyed_aggregate", spec.keys.join(", "), "max_keys", spec.max_keys),
+        PhysicalOp::TopK(spec) => (
+            "top_k",
+            spec.group.iter().chain(&spec.keys).cloned().collect::<Vec<_>>().join(", "),
+            "max_keys",
+            spec.max_keys,
+        ),
+        PhysicalOp::TopRows { spec, .. } => ("top_rows", spec.group.join(", "), "max_groups", spec.max_groups),
         _ => return None,
     };
-    Some(format!("{kind} by {keys} (max_keys {max_keys})"))
+    Some(format!("{kind} by {keys} ({bound} {max})"))
 }
 
 impl StageRunOutput {

@@ -3,7 +3,11 @@
 //! correction makes them), ranked largest first, ties to the smaller key (compared column by
 //! column: numbers by value, strings by bytes, null first). Each batch emits, for every group
 //! it changed, that group's ranking: rows `(group columns, rank, key columns, value)`, rank 1
-//! the largest, at most `k` rows.
+//! the largest. Under `ROW_NUMBER()` (the default) that is at most `k` rows ranked 1 to `k`;
+//! under `RANK()` a key's rank is 1 + the number of keys with a strictly larger value and
+//! every key ranked `k` or better is emitted, so ties at the boundary are all kept
+//! (`ranking.rs`). Every key's value is kept either way, so a key that a lowered value drops
+//! out of the top comes back when another's falls further.
 //!
 //! A group not updated for `ttl_ms` of event time (against the largest seen) is forgotten; a
 //! row that far behind is dropped as late. With `max_keys` keys held over all groups, rows of
@@ -19,39 +23,16 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::{TopKSpec, RANK_COLUMN};
 
-use crate::cell::{column, columns, decode_key, event_times, read_cell, write_cell, Cell, ColumnBuilder, Reader};
+use crate::cell::{
+    column, columns, compare_cells, compare_rows, decode_key, event_times, read_cell, write_cell, Cell, ColumnBuilder,
+    Reader,
+};
 use crate::changelog::{self, touch, Changelog};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
+use crate::ranking::ranks;
 use crate::state::{StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
 use crate::state_clock::{SnapshotFormat, StateClock};
-
-/// A total order on cells of one column: null first, then by value (floats by `total_cmp`).
-fn compare_cells(left: &Cell, right: &Cell) -> Ordering {
-    match (left, right) {
-        (Cell::Null, Cell::Null) => Ordering::Equal,
-        (Cell::Null, _) => Ordering::Less,
-        (_, Cell::Null) => Ordering::Greater,
-        (Cell::Int64(a), Cell::Int64(b)) => a.cmp(b),
-        (Cell::Float64(a), Cell::Float64(b)) => a.total_cmp(b),
-        (Cell::Int64(a), Cell::Float64(b)) => (*a as f64).total_cmp(b),
-        (Cell::Float64(a), Cell::Int64(b)) => a.total_cmp(&(*b as f64)),
-        (Cell::Utf8(a), Cell::Utf8(b)) => a.cmp(b),
-        (Cell::Boolean(a), Cell::Boolean(b)) => a.cmp(b),
-        // Never within one column; any fixed order keeps the set consistent.
-        (a, b) => kind(a).cmp(&kind(b)),
-    }
-}
-
-fn kind(cell: &Cell) -> u8 {
-    match cell {
-        Cell::Null => 0,
-        Cell::Boolean(_) => 1,
-        Cell::Int64(_) => 2,
-        Cell::Float64(_) => 3,
-        Cell::Utf8(_) => 4,
-    }
-}
 
 /// A key's place in its group: larger values first, then smaller keys.
 #[derive(Debug, Clone)]
@@ -62,14 +43,7 @@ struct Ranked {
 
 impl Ord for Ranked {
     fn cmp(&self, other: &Self) -> Ordering {
-        compare_cells(&other.value, &self.value).then_with(|| {
-            self.key
-                .iter()
-                .zip(&other.key)
-                .map(|(a, b)| compare_cells(a, b))
-                .find(|order| order.is_ne())
-                .unwrap_or(Ordering::Equal)
-        })
+        compare_cells(&other.value, &self.value).then_with(|| compare_rows(&self.key, &other.key))
     }
 }
 
@@ -237,11 +211,12 @@ impl Changelog for TopKExec {
         for group_key in touched {
             let group = &self.groups[group_key];
             let group_cells = decode_key(group_key, group_count)?;
-            for (rank, ranked) in group.ranking.iter().take(k).enumerate() {
+            let ranked_keys = ranks(self.spec.ranking, k, group.ranking.iter().map(|ranked| &ranked.value));
+            for (rank, ranked) in ranked_keys.zip(&group.ranking) {
                 for (index, cell) in group_cells.iter().enumerate() {
                     columns[index].append(cell);
                 }
-                columns[group_count].append(&Cell::Int64(rank as i64 + 1));
+                columns[group_count].append(&Cell::Int64(rank));
                 for (index, cell) in ranked.key.iter().enumerate() {
                     columns[group_count + 1 + index].append(cell);
                 }
@@ -342,11 +317,16 @@ mod tests {
     use super::*;
 
     fn spec(k: u32, ttl_ms: i64) -> TopKSpec {
+        ranked_spec(k, ttl_ms, sleet_plan::Ranking::RowNumber)
+    }
+
+    fn ranked_spec(k: u32, ttl_ms: i64, ranking: sleet_plan::Ranking) -> TopKSpec {
         TopKSpec {
             group: vec!["day".into()],
             keys: vec!["id".into()],
             order_by: "total".into(),
             k,
+            ranking,
             time_column: "t".into(),
             ttl_ms,
             max_keys: 1_000,
@@ -381,15 +361,23 @@ mod tests {
         rows
     }
 
-    /// The naive reference: every key's latest value per day, sorted from scratch.
-    fn reference(values: &BTreeMap<(i64, String), i64>, days: &[i64], k: usize) -> Ranking {
+    /// The naive reference: every key's latest value per day, sorted from scratch. Under
+    /// `RANK()` a key's rank is counted as its definition says, 1 + the keys strictly larger.
+    fn reference(values: &BTreeMap<(i64, String), i64>, days: &[i64], k: usize, rank: bool) -> Ranking {
         let mut rows = Ranking::new();
         for day in days {
             let mut members: Vec<(&String, i64)> =
                 values.iter().filter(|((d, _), _)| d == day).map(|((_, id), total)| (id, *total)).collect();
             members.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-            for (rank, (id, total)) in members.into_iter().take(k).enumerate() {
-                rows.push((*day, rank as i64 + 1, id.clone(), total));
+            for (position, (id, total)) in members.iter().enumerate() {
+                let place = if rank {
+                    1 + members.iter().filter(|(_, other)| other > total).count() as i64
+                } else {
+                    position as i64 + 1
+                };
+                if place <= k as i64 {
+                    rows.push((*day, place, (*id).clone(), *total));
+                }
             }
         }
         rows.sort();
@@ -403,8 +391,11 @@ mod tests {
 
     proptest! {
         #[test]
-        fn each_changed_group_gets_its_exact_ranking(batches in arbitrary_batches(), k in 1u32..5, split in 1usize..8) {
-            let mut exec = TopKExec::new(spec(k, 1_000_000));
+        fn each_changed_group_gets_its_exact_ranking(
+            batches in arbitrary_batches(), k in 1u32..5, split in 1usize..8, rank: bool
+        ) {
+            let ranking = if rank { sleet_plan::Ranking::Rank } else { sleet_plan::Ranking::RowNumber };
+            let mut exec = TopKExec::new(ranked_spec(k, 1_000_000, ranking));
             let mut values = BTreeMap::new();
             for batch in &batches {
                 for (day, id, total, _) in batch {
@@ -415,7 +406,7 @@ mod tests {
                 days.dedup();
                 let blocks: Vec<RecordBatch> = batch.chunks(split).map(to_batch).collect();
                 let output = exec.process(&blocks).expect("process");
-                prop_assert_eq!(rankings(&output.rankings), reference(&values, &days, k as usize));
+                prop_assert_eq!(rankings(&output.rankings), reference(&values, &days, k as usize, rank));
             }
         }
 
@@ -450,6 +441,22 @@ mod tests {
         assert_eq!(rankings(&first.rankings), vec![(1, 1, "a".into(), 5), (1, 2, "b".into(), 5)]);
         let second = exec.process(&[to_batch(&[update("a", 3)])]).expect("second");
         assert_eq!(rankings(&second.rankings), vec![(1, 1, "b".into(), 5), (1, 2, "c".into(), 4)]);
+    }
+
+    #[test]
+    fn under_rank_ties_share_a_place_all_ties_at_the_boundary_stay_and_updates_reshape_them() {
+        let mut exec = TopKExec::new(ranked_spec(2, 1_000, sleet_plan::Ranking::Rank));
+        let update = |id: &str, total: i64| (1, id.to_string(), total, 10);
+        let first = exec
+            .process(&[to_batch(&[update("a", 9), update("b", 5), update("c", 5), update("d", 4)])])
+            .expect("first");
+        let expected = vec![(1, 1, "a".into(), 9), (1, 2, "b".into(), 5), (1, 2, "c".into(), 5)];
+        assert_eq!(rankings(&first.rankings), expected, "b and c tie for second: both are kept");
+        let second = exec.process(&[to_batch(&[update("a", 5)])]).expect("second");
+        let expected = vec![(1, 1, "a".into(), 5), (1, 1, "b".into(), 5), (1, 1, "c".into(), 5)];
+        assert_eq!(rankings(&second.rankings), expected, "a lowered to the tie: three share first place");
+        let third = exec.process(&[to_batch(&[update("b", 1), update("c", 1)])]).expect("third");
+        assert_eq!(rankings(&third.rankings), vec![(1, 1, "a".into(), 5), (1, 2, "d".into(), 4)], "d comes back");
     }
 
     #[test]

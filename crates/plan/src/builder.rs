@@ -6,7 +6,7 @@ use crate::node::{
     default_max_record_bytes, Aggregate, Node, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowSpec,
 };
 use crate::schema::Schema;
-use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec, TopRowsSpec};
 
 #[derive(Debug, Clone)]
 pub struct PlanBuilder {
@@ -102,6 +102,11 @@ impl PlanBuilder {
     /// The `k` largest keys per group (see `TopKSpec`).
     pub fn top_k(self, spec: TopKSpec) -> Self {
         self.push(Operator::TopK(spec))
+    }
+
+    /// The rows ranked `k` or better per group of an append-only stream (see `TopRowsSpec`).
+    pub fn top_rows(self, spec: TopRowsSpec) -> Self {
+        self.push(Operator::TopRows(spec))
     }
 
     pub fn sink(self, spec: SinkSpec) -> Self {

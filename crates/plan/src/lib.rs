@@ -46,4 +46,6 @@ pub use node::{
 };
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};
-pub use state_spec::{IncrementsSpec, KeyedAggregateSpec, LatePolicy, ReadingEncoding, TopKSpec, RANK_COLUMN};
+pub use state_spec::{
+    IncrementsSpec, KeyedAggregateSpec, LatePolicy, Ranking, ReadingEncoding, TopKSpec, TopRowsSpec, RANK_COLUMN,
+};

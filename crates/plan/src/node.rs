@@ -10,7 +10,7 @@ use crate::expr::Expr;
 use crate::gateway::GatewaySourceSpec;
 use crate::nexmark::NexmarkSourceSpec;
 use crate::schema::{DataType, Field, Schema};
-use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec, TopRowsSpec};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -79,6 +79,9 @@ pub enum Operator {
     KeyedAggregate(KeyedAggregateSpec),
     /// Per group, the `k` keys with the largest value, emitted for every group that changed.
     TopK(TopKSpec),
+    /// Per group (a window), the rows ranked `k` or better by a value, all their columns and
+    /// a rank, emitted for every group that changed.
+    TopRows(TopRowsSpec),
     Sink {
         spec: SinkSpec,
     },
@@ -102,6 +105,7 @@ impl Operator {
             Operator::Increments(_) => "increments",
             Operator::KeyedAggregate(_) => "keyed_aggregate",
             Operator::TopK(_) => "top_k",
+            Operator::TopRows(_) => "top_rows",
             Operator::Sink { .. } => "sink",
         }
     }

@@ -1,5 +1,6 @@
 //! Physical planning: split a validated plan into stages at its exchange, add the map-side
-//! partial aggregate, and push the needed columns down into the decoder.
+//! partial (of a window aggregate or a top-rows ranking), and push the needed columns down
+//! into the decoder.
 //!
 //! ```text
 //!  source → decode → filter → project → lookup → exchange → window_aggregate → sink
@@ -8,6 +9,10 @@
 //!
 //!  source → decode → increments → project → exchange → keyed_aggregate → top_k → sink
 //!  └──────── stage 0 (map, stateful) ──────────────┘         └──── stage 1 (reduce) ───┘
+//!
+//!  source → decode → project (window bounds) → exchange → top_rows → project → sink
+//!  └────────────── stage 0 (map) ───────────┘           └───── stage 1 (reduce) ───┘
+//!                      + partial_top_rows when combining
 //! ```
 
 use std::collections::BTreeSet;
@@ -19,10 +24,11 @@ use crate::error::PlanError;
 use crate::expr::Expr;
 use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowKind, WindowSpec};
 use crate::schema::Schema;
-use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec, TopRowsSpec};
 
-/// Column a partial window aggregate adds: the largest event time among the rows it folded,
-/// so the reduce side can advance its watermark without seeing the raw rows.
+/// Column a partial window aggregate or partial top-rows adds: the largest event time among
+/// the rows it folded (of the row's group, for top-rows), so the reduce side can advance its
+/// watermark without seeing the raw rows.
 pub const PARTIAL_MAX_EVENT_TIME_COLUMN: &str = "__max_event_time";
 
 /// The column a partial window aggregate adds after an `avg`'s partial sum (which keeps the
@@ -94,7 +100,8 @@ pub enum StageOutput {
 pub enum AggregateInput {
     /// Raw rows: the reduce side folds them itself.
     Rows,
-    /// Output of a `PartialWindowAggregate`: the reduce side merges partial values.
+    /// Output of a `PartialWindowAggregate` (the reduce side merges partial values) or of a
+    /// `PartialTopRows` (rows, each with its group's `PARTIAL_MAX_EVENT_TIME_COLUMN`).
     Partials,
 }
 
@@ -144,6 +151,15 @@ pub enum PhysicalOp {
     Increments(IncrementsSpec),
     KeyedAggregate(KeyedAggregateSpec),
     TopK(TopKSpec),
+    /// The rows of one batch ranked `k` or better in their group within the batch, with their
+    /// group's largest event time; keeps no state. Valid before the exchange because a row in
+    /// a group's top over all map tasks and batches is in the top of its own task's batch.
+    PartialTopRows(TopRowsSpec),
+    /// Per group, the rows ranked `k` or better across batches, emitted for changed groups.
+    TopRows {
+        spec: TopRowsSpec,
+        input: AggregateInput,
+    },
 }
 
 impl PhysicalOp {
@@ -159,6 +175,8 @@ impl PhysicalOp {
             PhysicalOp::Increments(_) => "increments",
             PhysicalOp::KeyedAggregate(_) => "keyed_aggregate",
             PhysicalOp::TopK(_) => "top_k",
+            PhysicalOp::PartialTopRows(_) => "partial_top_rows",
+            PhysicalOp::TopRows { .. } => "top_rows",
         }
     }
 
@@ -170,12 +188,13 @@ impl PhysicalOp {
                 | PhysicalOp::Increments(_)
                 | PhysicalOp::KeyedAggregate(_)
                 | PhysicalOp::TopK(_)
+                | PhysicalOp::TopRows { .. }
         )
     }
 }
 
-/// Splits `plan` into stages. `combine` adds a partial aggregate before the exchange when
-/// the exchange feeds a window aggregate that can be split in two (`can_combine`).
+/// Splits `plan` into stages. `combine` adds a partial before the exchange when the exchange
+/// feeds a window aggregate that can be split in two (`can_combine`) or a top-rows ranking.
 pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError> {
     let schemas = crate::validate::validate(plan)?;
     let required = required_columns(plan, &schemas);
@@ -235,6 +254,10 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
                         });
                         true
                     }
+                    Some(Operator::TopRows(spec)) if combine => {
+                        current.ops.push(PhysicalOp::PartialTopRows(spec.clone()));
+                        true
+                    }
                     _ => false,
                 };
                 current.output = StageOutput::Shuffle { keys: keys.clone(), partitions: *partitions };
@@ -249,13 +272,15 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
                     output: StageOutput::Sink(SinkSpec::Discard),
                 };
                 if combined {
-                    current.ops.push(aggregate_after_exchange(nodes, index, AggregateInput::Partials));
+                    current.ops.push(merging_op(&nodes[index + 1].operator, AggregateInput::Partials));
                 }
             }
-            Operator::WindowAggregate { .. } => {
-                let already_merged = matches!(current.ops.last(), Some(PhysicalOp::WindowAggregate { .. }));
+            Operator::WindowAggregate { .. } | Operator::TopRows(_) => {
+                // Placed already, to merge the partials, when it follows a combined exchange.
+                let already_merged =
+                    matches!(current.ops.last(), Some(PhysicalOp::WindowAggregate { .. } | PhysicalOp::TopRows { .. }));
                 if !already_merged {
-                    current.ops.push(aggregate_after_exchange(nodes, index - 1, AggregateInput::Rows));
+                    current.ops.push(merging_op(&node.operator, AggregateInput::Rows));
                 }
             }
             Operator::Increments(spec) => current.ops.push(PhysicalOp::Increments(spec.clone())),
@@ -273,11 +298,18 @@ fn projection(decoded: &Schema, required: &BTreeSet<String>) -> Vec<String> {
     decoded.fields.iter().filter(|field| required.contains(&field.name)).map(|field| field.name.clone()).collect()
 }
 
-fn aggregate_after_exchange(nodes: &[crate::node::Node], exchange_index: usize, input: AggregateInput) -> PhysicalOp {
-    let Operator::WindowAggregate { window, keys, aggregates } = &nodes[exchange_index + 1].operator else {
-        unreachable!("called only when a window aggregate follows the exchange")
-    };
-    PhysicalOp::WindowAggregate { window: window.clone(), keys: keys.clone(), aggregates: aggregates.clone(), input }
+/// The reduce-side operator of a node that may take a map-side partial's output.
+fn merging_op(operator: &Operator, input: AggregateInput) -> PhysicalOp {
+    match operator {
+        Operator::WindowAggregate { window, keys, aggregates } => PhysicalOp::WindowAggregate {
+            window: window.clone(),
+            keys: keys.clone(),
+            aggregates: aggregates.clone(),
+            input,
+        },
+        Operator::TopRows(spec) => PhysicalOp::TopRows { spec: spec.clone(), input },
+        other => unreachable!("a {} takes no partials", other.kind()),
+    }
 }
 
 /// For each node, the columns of its *output* that some later node reads.
@@ -289,7 +321,10 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
         required[index] = needed.clone();
         // `needed` becomes the columns this node reads from its input.
         needed = match &nodes[index].operator {
-            Operator::Sink { .. } => schemas[index - 1].fields.iter().map(|field| field.name.clone()).collect(),
+            // A ranked row carries every column of its input.
+            Operator::Sink { .. } | Operator::TopRows(_) => {
+                schemas[index - 1].fields.iter().map(|field| field.name.clone()).collect()
+            }
             Operator::WindowAggregate { window, keys, aggregates } => {
                 let mut reads: BTreeSet<String> = keys.iter().cloned().collect();
                 reads.insert(window.time_column.clone());

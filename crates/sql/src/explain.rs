@@ -1,11 +1,12 @@
 //! `EXPLAIN`: a job's logical plan, node by node with its output columns, and the stages it
-//! runs as, with their exchanges and whether partial aggregation runs map-side.
+//! runs as, with their exchanges and whether partial aggregation (or a top-rows ranking's
+//! partial) runs map-side.
 
 use std::fmt::Write;
 
 use sleet_plan::node::WindowKind;
 use sleet_plan::{
-    plan_stages, AggFunc, Aggregate, JobFile, Operator, PhysicalOp, PlanError, Schema, SinkSpec, SourceSpec,
+    plan_stages, AggFunc, Aggregate, JobFile, Operator, PhysicalOp, PlanError, Ranking, Schema, SinkSpec, SourceSpec,
     StageInput, StageOutput, TableSpec,
 };
 
@@ -65,6 +66,20 @@ pub fn explain(job: &JobFile) -> Result<String, PlanError> {
             }
         );
     }
+    let ranks_rows = job.plan.nodes.iter().any(|node| matches!(node.operator, Operator::TopRows(_)));
+    if ranks_rows {
+        let partial =
+            physical.stages.iter().flat_map(|stage| &stage.ops).any(|op| matches!(op, PhysicalOp::PartialTopRows(_)));
+        let _ = writeln!(
+            text,
+            "partial top-rows map-side: {}",
+            if partial {
+                "yes (each map task keeps its batch's top rows per group before the exchange)"
+            } else {
+                "no (SET 'combine' = 'false')"
+            }
+        );
+    }
     Ok(text)
 }
 
@@ -121,13 +136,31 @@ fn describe(operator: &Operator) -> String {
             format!("by {}: {} (state ttl {} ms)", spec.keys.join(", "), aggregate_list(&spec.aggregates), spec.ttl_ms)
         }
         Operator::TopK(spec) => format!(
-            "top {} {} by {} per {}",
+            "top {} {} by {} per {}{}",
             spec.k,
             spec.keys.join(", "),
             spec.order_by,
-            if spec.group.is_empty() { "(all)".to_string() } else { spec.group.join(", ") }
+            if spec.group.is_empty() { "(all)".to_string() } else { spec.group.join(", ") },
+            ranking_note(spec.ranking)
+        ),
+        Operator::TopRows(spec) => format!(
+            "top {} rows by {} per {}{}; a group is final once the watermark ({} less {} ms) passes its {}",
+            spec.k,
+            spec.order_by,
+            spec.group.join(", "),
+            ranking_note(spec.ranking),
+            spec.time_column,
+            spec.allowed_lateness_ms,
+            spec.window_end_column
         ),
         Operator::Sink { spec } => sink_name(spec),
+    }
+}
+
+fn ranking_note(ranking: Ranking) -> &'static str {
+    match ranking {
+        Ranking::RowNumber => "",
+        Ranking::Rank => " (RANK: ties kept)",
     }
 }
 

@@ -12,16 +12,17 @@
 //!    → the SELECT list                                (project, left out when it changes nothing)
 //! ```
 //!
-//! A top-N (`ROW_NUMBER() OVER (PARTITION BY g ORDER BY v DESC) AS rn` in a subquery, `rn <= N`
-//! outside) becomes a `top_k` after the subquery's keyed aggregate, whose exchange then
-//! partitions by `g` alone so each ranking lives in one partition.
+//! A top-N (`ROW_NUMBER()` or `RANK() OVER (PARTITION BY g ORDER BY v DESC) AS rn` in a
+//! subquery, `rn <= N` outside) becomes a `top_k` after the subquery's keyed aggregate, whose
+//! exchange then partitions by `g` alone so each ranking lives in one partition; over a
+//! window table function's rows (no GROUP BY) it is a window top-N (`window_top.rs`).
 
 use std::collections::BTreeMap;
 
 use sleet_plan::{
     col, lit, AggFunc, Aggregate, AvroSchemaSource, DataType, Expr as PlanExpr, Field, IncrementsSpec,
-    KeyedAggregateSpec, LatePolicy, Node, Operator, Plan, ReadingEncoding, Schema, SinkSpec, TopKSpec, WindowSpec,
-    RANK_COLUMN,
+    KeyedAggregateSpec, LatePolicy, Node, Operator, Plan, Ranking, ReadingEncoding, Schema, SinkSpec, TopKSpec,
+    WindowSpec, RANK_COLUMN,
 };
 use sqlparser::ast::{
     Expr, Function, FunctionArg, GroupByExpr, Join, JoinConstraint, JoinOperator, OrderBySort, Query, Select,
@@ -72,7 +73,7 @@ pub struct Planned {
 }
 
 impl Planned {
-    fn push(&mut self, operator: Operator) {
+    pub(crate) fn push(&mut self, operator: Operator) {
         self.nodes.push(Node { operator });
     }
 
@@ -90,12 +91,13 @@ impl Planned {
     }
 }
 
-/// A `ROW_NUMBER() OVER (…)` item of a subquery, taken out of its SELECT list.
-struct RowNumber {
-    partition_by: Vec<Expr>,
-    order_by: Expr,
-    alias: String,
-    at: Position,
+/// A `ROW_NUMBER()` or `RANK() OVER (…)` item of a subquery, taken out of its SELECT list.
+pub(crate) struct RowNumber {
+    pub(crate) ranking: Ranking,
+    pub(crate) partition_by: Vec<Expr>,
+    pub(crate) order_by: Expr,
+    pub(crate) alias: String,
+    pub(crate) at: Position,
 }
 
 pub fn plan_query(query: &Query, context: &QueryContext) -> Result<Planned, SqlError> {
@@ -746,6 +748,7 @@ impl<'a> SelectPlanner<'a> {
             keys: ranked_keys,
             order_by,
             k,
+            ranking: row_number.ranking,
             time_column: time_column.to_string(),
             ttl_ms: self.state_ttl_ms()?,
             max_keys: self.max_keys(),
@@ -760,7 +763,7 @@ impl<'a> SelectPlanner<'a> {
                 SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
                 other => return Err(SqlError::unsupported(self.at, format!("`{other}` in a top-N subquery"))),
             };
-            let column = if is_row_number(expr) {
+            let column = if ranking_of(expr).is_some() {
                 RANK_COLUMN.to_string()
             } else {
                 let translator =
@@ -896,7 +899,7 @@ fn push_lookup(planned: &mut Planned, lookup: &LookupJoin) {
 }
 
 /// A FROM relation: a table, a window or keyed-state table function over one, or a subquery.
-fn plan_relation(relation: &TableFactor, context: &QueryContext) -> Result<Planned, SqlError> {
+pub(crate) fn plan_relation(relation: &TableFactor, context: &QueryContext) -> Result<Planned, SqlError> {
     let at = spans::at(relation, context.fallback);
     match relation {
         TableFactor::Table { name, alias, args: None, .. }
@@ -1253,7 +1256,7 @@ fn aggregate_calls_in(expr: &Expr) -> Vec<&Expr> {
     found
 }
 
-fn split_conjuncts(expr: &Expr) -> Vec<&Expr> {
+pub(crate) fn split_conjuncts(expr: &Expr) -> Vec<&Expr> {
     match expr {
         Expr::BinaryOp { left, op: sqlparser::ast::BinaryOperator::And, right } => {
             let mut conjuncts = split_conjuncts(left);
@@ -1300,11 +1303,19 @@ fn join_kind(operator: &JoinOperator) -> &'static str {
     }
 }
 
-fn is_row_number(expr: &Expr) -> bool {
-    matches!(expr, Expr::Function(function) if function_name(function) == "row_number" && function.over.is_some())
+/// The ranking a top-N's window function asks for: `ROW_NUMBER()` or `RANK()` with OVER.
+pub(crate) fn ranking_of(expr: &Expr) -> Option<Ranking> {
+    match expr {
+        Expr::Function(function) if function.over.is_some() => match function_name(function).as_str() {
+            "row_number" => Some(Ranking::RowNumber),
+            "rank" => Some(Ranking::Rank),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
-/// A subquery in FROM whose SELECT list holds `ROW_NUMBER() OVER (…) AS alias`.
+/// A subquery in FROM whose SELECT list holds `ROW_NUMBER()` or `RANK() OVER (…) AS alias`.
 fn top_n_subquery(relation: &TableFactor, at: Position) -> Result<Option<(&Select, RowNumber)>, SqlError> {
     let TableFactor::Derived { subquery, .. } = relation else {
         return Ok(None);
@@ -1319,14 +1330,26 @@ fn top_n_subquery(relation: &TableFactor, at: Position) -> Result<Option<(&Selec
             SelectItem::UnnamedExpr(expr) => (expr, None),
             _ => continue,
         };
-        if !is_row_number(expr) {
-            continue;
-        }
         let item_at = spans::at(expr, at);
+        let Some(ranking) = ranking_of(expr) else {
+            if let Expr::Function(function) = expr {
+                if function.over.is_some() {
+                    return Err(SqlError::unsupported(
+                        item_at,
+                        format!("`{}() OVER (…)` in a top-N; sleet ranks with ROW_NUMBER() or RANK()", function.name),
+                    ));
+                }
+            }
+            continue;
+        };
+        let name = match ranking {
+            Ranking::RowNumber => "ROW_NUMBER()",
+            Ranking::Rank => "RANK()",
+        };
         let Some(alias) = alias else {
             return Err(SqlError::invalid(
                 item_at,
-                "give ROW_NUMBER() OVER (…) an alias, to filter it in the outer query",
+                format!("give {name} OVER (…) an alias, to filter it in the outer query"),
             ));
         };
         let Expr::Function(function) = expr else { unreachable!("is_row_number matched a function") };
@@ -1334,22 +1357,23 @@ fn top_n_subquery(relation: &TableFactor, at: Position) -> Result<Option<(&Selec
             return Err(SqlError::unsupported(item_at, "a named window in OVER"));
         };
         if spec.window_frame.is_some() {
-            return Err(SqlError::unsupported(item_at, "a window frame in ROW_NUMBER's OVER"));
+            return Err(SqlError::unsupported(item_at, format!("a window frame in {name}'s OVER")));
         }
         let order_by = match spec.order_by.as_slice() {
             [one] if matches!(one.options.sort, Some(OrderBySort::Desc)) => one.expr.clone(),
             [_] => {
                 return Err(SqlError::unsupported(
                     item_at,
-                    "ROW_NUMBER() ordered ascending: sleet's top-N ranks the largest first (ORDER BY … DESC)",
+                    format!("{name} ordered ascending: sleet's top-N ranks the largest first (ORDER BY … DESC)"),
                 ))
             }
-            _ => return Err(SqlError::invalid(item_at, "ROW_NUMBER() OVER (…) needs ORDER BY one value DESC")),
+            _ => return Err(SqlError::invalid(item_at, format!("{name} OVER (…) needs ORDER BY one value DESC"))),
         };
         if found.is_some() {
-            return Err(SqlError::unsupported(item_at, "two ROW_NUMBER() items in one query"));
+            return Err(SqlError::unsupported(item_at, "two ranking items (ROW_NUMBER() or RANK()) in one query"));
         }
         found = Some(RowNumber {
+            ranking,
             partition_by: spec.partition_by.clone(),
             order_by,
             alias: alias.value.clone(),
@@ -1359,7 +1383,8 @@ fn top_n_subquery(relation: &TableFactor, at: Position) -> Result<Option<(&Selec
     Ok(found.map(|row_number| (inner.as_ref(), row_number)))
 }
 
-/// `SELECT … FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn FROM … GROUP BY …) WHERE rn <= N`.
+/// `SELECT … FROM (SELECT …, ROW_NUMBER() OVER (…) AS rn FROM … GROUP BY …) WHERE rn <= N`,
+/// or the same over a window table function's rows without GROUP BY (`window_top`).
 fn plan_top_n(
     outer: &Select,
     inner: &Select,
@@ -1372,8 +1397,12 @@ fn plan_top_n(
         return Err(SqlError::unsupported(at, "a top-N subquery reads one FROM relation"));
     };
     refuse_select_clauses(inner, at)?;
-    let planner = SelectPlanner { select: inner, context, at: spans::at(inner, at) };
-    let mut planned = planner.plan(from, Some((&row_number, k)))?;
+    let mut planned = if crate::window_top::ranks_rows(inner) {
+        crate::window_top::plan(outer, inner, from, (&row_number, k), context)?
+    } else {
+        let planner = SelectPlanner { select: inner, context, at: spans::at(inner, at) };
+        planner.plan(from, Some((&row_number, k)))?
+    };
     if outer.group_by != GroupByExpr::Expressions(Vec::new(), Vec::new()) || outer.having.is_some() {
         return Err(SqlError::unsupported(at, "GROUP BY or HAVING around a top-N"));
     }

@@ -261,8 +261,8 @@ impl<'a> Translator<'a> {
             Expr::Function(function) if function.over.is_some() => Err(SqlError::unsupported(
                 at,
                 format!(
-                    "the window function `{function}` here; sleet plans ROW_NUMBER() OVER (PARTITION BY … ORDER BY … \
-                     DESC) filtered by `<= N` in an outer query, as a top-N"
+                    "the window function `{function}` here; sleet plans ROW_NUMBER() or RANK() OVER (PARTITION BY … \
+                     ORDER BY … DESC) filtered by `<= N` in an outer query, as a top-N"
                 ),
             )),
             Expr::Function(function) => self.scalar_call(function, at),

@@ -337,3 +337,115 @@ fn a_script_runs_exactly_one_query() {
     );
     check_error(EVENTS, 0, 0, "the script has no query");
 }
+
+/// Where `needle` first stands in `text` (one line), as a 1-based column.
+fn column_of(text: &str, needle: &str) -> u64 {
+    text.find(needle).unwrap_or_else(|| panic!("{needle:?} not in {text:?}")) as u64 + 1
+}
+
+#[test]
+fn nexmark_q7_ranks_each_windows_rows_map_side_then_per_window() {
+    let compiled = compile_text(&repository_file("benchmarks/nexmark/q7.sql").unwrap()).unwrap();
+    let job = compiled.job();
+    let kinds: Vec<&str> = job.plan.nodes.iter().map(|node| node.operator.kind()).collect();
+    assert_eq!(kinds, ["source", "decode_json", "project", "exchange", "top_rows", "project", "project", "sink"]);
+    let spec = job.plan.nodes.iter().find_map(|node| match &node.operator {
+        Operator::TopRows(spec) => Some(spec.clone()),
+        _ => None,
+    });
+    let spec = spec.expect("a top_rows node");
+    assert_eq!(spec.group, ["window_start", "window_end"]);
+    assert_eq!((spec.order_by.as_str(), spec.k, spec.ranking), ("price", 1, sleet_plan::Ranking::Rank));
+    assert_eq!((spec.time_column.as_str(), spec.allowed_lateness_ms), ("date_time", 4_000), "the watermark's");
+    let Operator::Exchange { keys, .. } = &job.plan.nodes[3].operator else { unreachable!() };
+    assert_eq!(keys, &["window_start", "window_end"], "each window's rows meet in one partition");
+    let schemas = sleet_plan::validate::validate(&job.plan).unwrap();
+    assert_eq!(schemas[2].names(), ["auction", "bidder", "price", "date_time", "extra", "window_start", "window_end"]);
+    assert_eq!(schemas.last().unwrap().names(), ["auction", "price", "bidder", "date_time", "extra", "window_start"]);
+    let physical = sleet_plan::plan_stages(&job.plan, true).unwrap();
+    assert_eq!(physical.stages[0].ops.last().map(sleet_plan::PhysicalOp::kind), Some("partial_top_rows"));
+    let text = sleet_sql::explain(job).unwrap();
+    for expected in [
+        "top_rows          top 1 rows by price per window_start, window_end (RANK: ties kept)",
+        "decode_json → project → partial_top_rows",
+        "partial top-rows map-side: yes",
+    ] {
+        assert!(text.contains(expected), "{expected:?} not in\n{text}");
+    }
+}
+
+#[test]
+fn rank_over_an_aggregate_keeps_ties_and_row_number_over_window_rows_breaks_them() {
+    let ttl = "SET 'state.ttl' = '1 h';\n";
+    let keyed = compile_text(&format!(
+        "{EVENTS}{ttl}SELECT * FROM (SELECT ad_id, event_type, COUNT(*) AS n, RANK() OVER (PARTITION BY event_type \
+         ORDER BY COUNT(*) DESC) AS r FROM events GROUP BY ad_id, event_type) WHERE r <= 3"
+    ))
+    .unwrap();
+    let ranking = keyed.job().plan.nodes.iter().find_map(|node| match &node.operator {
+        Operator::TopK(spec) => Some(spec.ranking),
+        _ => None,
+    });
+    assert_eq!(ranking, Some(sleet_plan::Ranking::Rank));
+    let rows = compile_text(&format!(
+        "{EVENTS}SELECT ad_id, price FROM (SELECT ad_id, price, ROW_NUMBER() OVER (PARTITION BY window_start ORDER \
+         BY price DESC) AS r FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(event_time), INTERVAL '10' SECOND)) WHERE \
+         event_type = 'view') WHERE r < 4"
+    ))
+    .unwrap();
+    let kinds: Vec<&str> = rows.job().plan.nodes.iter().map(|node| node.operator.kind()).collect();
+    assert_eq!(
+        kinds,
+        ["source", "decode_json", "filter", "project", "exchange", "top_rows", "project", "project", "sink"]
+    );
+    let spec = rows.job().plan.nodes.iter().find_map(|node| match &node.operator {
+        Operator::TopRows(spec) => Some(spec.clone()),
+        _ => None,
+    });
+    let spec = spec.expect("a top_rows node");
+    assert_eq!((spec.k, spec.ranking), (3, sleet_plan::Ranking::RowNumber));
+    assert_eq!(spec.group, ["window_start", "window_end"], "window_end joins the group its start names");
+    let schemas = sleet_plan::validate::validate(&rows.job().plan).unwrap();
+    assert_eq!(schemas[3].names(), ["ad_id", "event_time", "price", "window_start", "window_end"], "no user_id");
+}
+
+#[test]
+fn a_window_top_n_refuses_what_it_cannot_plan_by_name_and_place() {
+    let tumble = "TABLE(TUMBLE(TABLE events, DESCRIPTOR(event_time), INTERVAL '10' SECOND))";
+    let hop = "TABLE(HOP(TABLE events, DESCRIPTOR(event_time), INTERVAL '2' SECOND, INTERVAL '10' SECOND))";
+    let query = |item: &str, from: &str| format!("SELECT * FROM (SELECT ad_id, {item} AS r FROM {from}) WHERE r <= 1");
+    let over = "OVER (PARTITION BY window_start ORDER BY price DESC)";
+    let cases = [
+        (query(&format!("DENSE_RANK() {over}"), tumble), "DENSE_RANK", "`DENSE_RANK() OVER (…)` in a top-N"),
+        (
+            query("RANK() OVER (PARTITION BY window_start ORDER BY price ASC)", tumble),
+            "RANK",
+            "RANK() ordered ascending",
+        ),
+        (
+            query("RANK() OVER (PARTITION BY ad_id ORDER BY price DESC)", tumble),
+            "RANK",
+            "partitioned without window_start or window_end",
+        ),
+        (query(&format!("RANK() {over}"), hop), "HOP(", "a top-N over HOP rows without an aggregate"),
+        (query(&format!("RANK() {over}"), "events"), "events)", "a top-N over a stream's rows without a window"),
+        (
+            query("RANK() OVER (PARTITION BY window_start ORDER BY ad_id DESC)", tumble),
+            "ad_id DESC",
+            "ORDER BY `ad_id`: a top-N over a window's rows ranks by one numeric column",
+        ),
+        (
+            query("RANK() OVER (PARTITION BY window_start, nope ORDER BY price DESC)", tumble),
+            "nope",
+            "PARTITION BY `nope` must name a column of the window's rows",
+        ),
+        (
+            format!("SELECT * FROM (SELECT price * 2 AS p, RANK() {over} AS r FROM {tumble}) WHERE r <= 1"),
+            "price * 2",
+            "`price * 2` in a top-N over a window's rows",
+        ),
+    ];
+    for (query, at, expected) in cases {
+        check_query_error(&query, 1, column_of(&query, at), expected);
+    }
+}

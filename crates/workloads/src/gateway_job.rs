@@ -67,6 +67,7 @@ pub fn gateway_plan(source: SourceSpec, job: &GatewayJob, sink: SinkSpec) -> Res
             keys: vec!["gateway_id".into()],
             order_by: "total".into(),
             k: job.top,
+            ranking: sleet_plan::Ranking::RowNumber,
             time_column: "date".into(),
             ttl_ms: job.ttl_ms,
             max_keys: job.max_keys,

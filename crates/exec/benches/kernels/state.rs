@@ -90,6 +90,7 @@ pub fn gateway(c: &mut Criterion) {
         keys: vec!["gateway_id".into()],
         order_by: "total".into(),
         k: 10,
+        ranking: sleet_plan::Ranking::RowNumber,
         time_column: "date".into(),
         ttl_ms: 2 * DAY_MS,
         max_keys: 1_000_000,

@@ -59,6 +59,7 @@ fn gateway_plan() -> Plan {
             keys: vec!["gateway_id".into()],
             order_by: "total".into(),
             k: 2,
+            ranking: sleet_plan::Ranking::RowNumber,
             time_column: "date".into(),
             ttl_ms: 2 * DAY_MS,
             max_keys: 1_000,

@@ -56,6 +56,7 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
                 state::check_keyed_aggregate(&at, input, spec, exchange_keys)?
             }
             (Operator::TopK(spec), Some(input)) => state::check_top_k(&at, input, spec, exchange_keys)?,
+            (Operator::TopRows(spec), Some(input)) => state::check_top_rows(&at, input, spec, exchange_keys)?,
             (Operator::Sink { .. }, Some(input)) => input.clone(),
         };
         schemas.push(output);

@@ -1,13 +1,14 @@
 //! The operators that keep keyed state across batches (`increments`, `keyed_aggregate`,
-//! `top_k`): each key's rows must reach one partition, keys are plain columns, times int64,
-//! values numeric, and every limit positive.
+//! `top_k`, `top_rows`): each key's rows must reach one partition, keys are plain columns,
+//! times int64, values numeric, and every limit positive.
 
 use super::columns::{column_type, option, structure};
 use super::window::aggregate_type;
 use crate::error::{NodeRef, PlanError};
 use crate::node::AggFunc;
+use crate::physical::PARTIAL_MAX_EVENT_TIME_COLUMN;
 use crate::schema::{DataType, Field, Schema};
-use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, ReadingEncoding, TopKSpec, RANK_COLUMN};
+use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, ReadingEncoding, TopKSpec, TopRowsSpec, RANK_COLUMN};
 
 /// The largest `k` a `top_k` takes: a group's output is `k` rows every batch it changes.
 pub const TOP_K_MAX: u32 = 10_000;
@@ -107,6 +108,56 @@ pub(super) fn check_top_k(
     }
     check_ttl(at, spec.ttl_ms)?;
     check_max_keys(at, spec.max_keys)?;
+    Ok(Schema::new(fields))
+}
+
+pub(super) fn check_top_rows(
+    at: &NodeRef,
+    input: &Schema,
+    spec: &TopRowsSpec,
+    exchange_keys: Option<&[String]>,
+) -> Result<Schema, PlanError> {
+    check_partitioned_by(at, "group", &spec.group, needs_exchange(at, exchange_keys)?)?;
+    check_keys(at, input, "group", &spec.group, false)?;
+    numeric(at, input, &spec.order_by)?;
+    check_time(at, input, &spec.time_column)?;
+    check_time(at, input, &spec.window_end_column)?;
+    if !spec.group.contains(&spec.window_end_column) {
+        return Err(option(
+            at,
+            "window_end_column",
+            &format!("`{}` must be one of `group`, so each group is of one window", spec.window_end_column),
+        ));
+    }
+    // Every input column is carried to the output, so each must be one the operator can hold.
+    for field in &input.fields {
+        if field.data_type == DataType::Binary {
+            return Err(PlanError::TypeMismatch {
+                node: at.clone(),
+                field: field.name.clone(),
+                expected: "utf8, int64, float64 or boolean (a ranked row carries every column)".into(),
+                found: field.data_type,
+            });
+        }
+        if field.name == RANK_COLUMN || field.name == PARTIAL_MAX_EVENT_TIME_COLUMN {
+            return Err(option(
+                at,
+                "group",
+                &format!("the input has a column `{}`, a name the output uses", field.name),
+            ));
+        }
+    }
+    if spec.k == 0 || spec.k > TOP_K_MAX {
+        return Err(option(at, "k", &format!("must be 1 to {TOP_K_MAX}")));
+    }
+    if spec.allowed_lateness_ms < 0 {
+        return Err(option(at, "allowed_lateness_ms", "must not be negative"));
+    }
+    if spec.max_groups == 0 {
+        return Err(option(at, "max_groups", "must be at least 1"));
+    }
+    let mut fields = input.fields.clone();
+    fields.push(Field::new(RANK_COLUMN, DataType::Int64));
     Ok(Schema::new(fields))
 }
 

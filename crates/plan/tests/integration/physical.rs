@@ -157,3 +157,83 @@ fn a_plan_survives_the_job_file_round_trip() {
     };
     assert_eq!(JobFile::from_json(&job.to_json()).expect("parses"), job);
 }
+
+/// Bids ranked per 10 s window: the window's bounds computed, then the top rows by price.
+fn top_bids(spec: TopRowsSpec) -> Plan {
+    let schema = Schema::new(vec![
+        Field::new("auction", DataType::Int64),
+        Field::new("price", DataType::Int64),
+        Field::new("url", DataType::Utf8),
+        Field::new("date_time", DataType::Int64),
+    ]);
+    PlanBuilder::source(
+        "bids",
+        SourceSpec::Ysb(YsbSourceSpec {
+            seed: 1,
+            rate_per_s: 10,
+            partitions: 2,
+            bad_fraction: 0.0,
+            pre_decoded: false,
+        }),
+    )
+    .decode_json(schema)
+    .project_named([
+        (col("auction"), "auction"),
+        (col("price"), "price"),
+        (col("date_time"), "date_time"),
+        (col("date_time").window_start(10_000), "window_start"),
+        (col("date_time").window_start(10_000).add(lit(10_000i64)), "window_end"),
+    ])
+    .exchange(["window_start"], 3)
+    .top_rows(spec)
+    .sink(SinkSpec::Discard)
+    .build()
+    .expect("valid plan")
+}
+
+fn top_rows_spec() -> TopRowsSpec {
+    TopRowsSpec {
+        group: vec!["window_start".into(), "window_end".into()],
+        order_by: "price".into(),
+        k: 1,
+        ranking: Ranking::Rank,
+        time_column: "date_time".into(),
+        window_end_column: "window_end".into(),
+        allowed_lateness_ms: 4_000,
+        max_groups: 100,
+    }
+}
+
+#[test]
+fn top_rows_ranks_map_side_first_when_combining_and_reads_every_column_it_carries() {
+    let combined = plan_stages(&top_bids(top_rows_spec()), true).expect("plans");
+    assert_eq!(kinds(&combined.stages[0]), ["decode_json", "project", "partial_top_rows"]);
+    assert_eq!(kinds(&combined.stages[1]), ["top_rows"]);
+    assert!(matches!(combined.stages[1].ops[0], PhysicalOp::TopRows { input: AggregateInput::Partials, .. }));
+    assert!(combined.stages[1].is_stateful() && !combined.stages[0].is_stateful());
+    let PhysicalOp::DecodeJson { projection, .. } = &combined.stages[0].ops[0] else { panic!("decode first") };
+    assert_eq!(projection, &["auction", "price", "date_time"], "`url` is read by nothing");
+    let plain = plan_stages(&top_bids(top_rows_spec()), false).expect("plans");
+    assert_eq!(kinds(&plain.stages[0]), ["decode_json", "project"]);
+    assert!(matches!(plain.stages[1].ops[0], PhysicalOp::TopRows { input: AggregateInput::Rows, .. }));
+}
+
+#[test]
+fn top_rows_is_checked_for_its_window_and_its_partition() {
+    let refused = |spec: TopRowsSpec, expected: &str| {
+        let nodes = top_bids(top_rows_spec()).nodes;
+        let mut plan = Plan { name: "bids".into(), nodes };
+        let index = plan.nodes.iter().position(|node| node.operator.kind() == "top_rows").expect("top_rows");
+        plan.nodes[index].operator = Operator::TopRows(spec);
+        let error = plan_stages(&plan, true).expect_err(expected).to_string();
+        assert!(error.contains("node 4 (top_rows)") && error.contains(expected), "{error}");
+    };
+    refused(TopRowsSpec { group: vec!["window_end".into()], ..top_rows_spec() }, "`window_start` is not among `group`");
+    refused(TopRowsSpec { group: vec!["window_start".into()], ..top_rows_spec() }, "must be one of `group`");
+    refused(TopRowsSpec { order_by: "auctio".into(), ..top_rows_spec() }, "`auctio`");
+    refused(TopRowsSpec { k: 0, ..top_rows_spec() }, "`k`");
+    refused(TopRowsSpec { allowed_lateness_ms: -1, ..top_rows_spec() }, "allowed_lateness_ms");
+    let text = serde_json::to_string(&top_rows_spec()).expect("json");
+    let read: TopRowsSpec = serde_json::from_str(&text.replace(r#","ranking":"rank""#, "")).expect("no ranking");
+    assert_eq!(read.ranking, Ranking::RowNumber, "a job file without `ranking` numbers rows");
+}

@@ -59,6 +59,7 @@ fn top_k() -> TopKSpec {
         keys: vec!["gateway_id".into()],
         order_by: "total".into(),
         k: 10,
+        ranking: sleet_plan::Ranking::RowNumber,
         time_column: "date".into(),
         ttl_ms: 2 * DAY_MS,
         max_keys: 1_000,
