@@ -408,7 +408,7 @@ impl<'a> SelectPlanner<'a> {
         if planned.has_exchange() {
             return Err(SqlError::unsupported(
                 self.at,
-                "an aggregate over a query that already aggregates (sleet plans one exchange per job)",
+                "an aggregate over a query that already aggregates (an aggregate can be ranked with a top-N, not aggregated again)",
             ));
         }
         let mut replacements = Replacements::default();
@@ -494,7 +494,14 @@ impl<'a> SelectPlanner<'a> {
             Some((row_number, _)) => Some(self.partition_keys(row_number, &replacements, &keys)?),
             None => None,
         };
-        let exchange_keys = ranking_groups.clone().unwrap_or_else(|| keys.clone());
+        // A ranking of windows' groups is made after the aggregate, which partitions by its
+        // own keys (`window_start` is not a column before it), so it is moved by a second
+        // exchange; any other ranking shares the aggregate's exchange.
+        let ranks_windows = top_n.is_some() && planned.window.is_some();
+        let exchange_keys = match &ranking_groups {
+            Some(group) if !ranks_windows => group.clone(),
+            _ => keys.clone(),
+        };
         let partitions = self.context.settings.parallelism.unwrap_or(planned.source_partitions);
         planned.push(Operator::Exchange { keys: exchange_keys, partitions });
 
@@ -514,13 +521,14 @@ impl<'a> SelectPlanner<'a> {
         }
         let schema = planned.output_schema(self.at)?;
         planned.scope = Scope::of_fields(&schema.fields);
+        let mut ranked_window = None;
         if let Some(window) = planned.window.take() {
-            if top_n.is_some() {
-                return Err(SqlError::unsupported(self.at, "a top-N over a windowed aggregate"));
+            if let (Some((row_number, _)), Some(group)) = (top_n, &ranking_groups) {
+                check_window_ranking(&window, group, row_number.at)?;
             }
             // A tumbling aggregate's rows carry their window's start (the other kinds carry
-            // both bounds); its end is computed only for a query that reads it.
-            if !window.has_end_column() && self.names_window_end() {
+            // both bounds); its end is computed only for a query that reads it, or ranks by it.
+            if !window.has_end_column() && (self.names_window_end() || top_n.is_some()) {
                 let mut columns: Vec<(PlanExpr, String)> =
                     schema.fields.iter().map(|field| (col(field.name.as_str()), field.name.clone())).collect();
                 let end = col(WindowBound::Start.name()).add(lit(window.size_ms));
@@ -528,6 +536,7 @@ impl<'a> SelectPlanner<'a> {
                 planned.push(Operator::Project { columns });
                 planned.scope = Scope::of_fields(&planned.output_schema(self.at)?.fields);
             }
+            ranked_window = top_n.is_some().then_some(window);
         }
         if let Some(having) = &self.select.having {
             let translator = Translator { scope: &planned.scope, replacements: Some(&replacements), fallback: self.at };
@@ -535,7 +544,17 @@ impl<'a> SelectPlanner<'a> {
             planned.push(Operator::Filter { predicate });
         }
         if let (Some((row_number, k)), Some(group)) = (top_n, ranking_groups) {
-            return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, &time_column);
+            let Some(window) = ranked_window else {
+                let ttl_ms = self.state_ttl_ms()?;
+                return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, (&time_column, ttl_ms));
+            };
+            planned.push(Operator::Exchange { keys: group.clone(), partitions });
+            // A window's groups are updated until the aggregate's watermark passes its end,
+            // which is its length plus the lateness after its start; one more length covers the
+            // skew between the aggregate's partitions, whose watermarks advance apart.
+            let ttl_ms = 2 * window.size_ms + window.allowed_lateness_ms;
+            let time = (WindowBound::Start.name(), ttl_ms);
+            return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, time);
         }
         self.project_select_list(planned, &replacements)
     }
@@ -726,7 +745,7 @@ impl<'a> SelectPlanner<'a> {
         group: Vec<String>,
         replacements: &Replacements,
         keys: &[String],
-        time_column: &str,
+        (time_column, ttl_ms): (&str, i64),
     ) -> Result<(), SqlError> {
         let order_at = spans::at(&row_number.order_by, row_number.at);
         let translator = Translator { scope: &planned.scope, replacements: Some(replacements), fallback: self.at };
@@ -750,7 +769,7 @@ impl<'a> SelectPlanner<'a> {
             k,
             ranking: row_number.ranking,
             time_column: time_column.to_string(),
-            ttl_ms: self.state_ttl_ms()?,
+            ttl_ms,
             max_keys: self.max_keys(),
         }));
         // The subquery's SELECT list names the top-N's output columns: its keys, the ranked
@@ -1455,6 +1474,21 @@ fn rank_bound(selection: Option<&Expr>, alias: &str, at: Position) -> Result<u32
         _ => None,
     };
     bound.filter(|k| *k >= 1).ok_or_else(refuse)
+}
+
+/// A ranking over a windowed aggregate ranks within each window: it partitions by
+/// `window_start` (`window_end` may be named too), and the window has a fixed start to rank in.
+fn check_window_ranking(window: &WindowSpec, group: &[String], at: Position) -> Result<(), SqlError> {
+    if window.gap_ms.is_some() {
+        return Err(SqlError::unsupported(at, "a top-N over SESSION windows; rank TUMBLE or HOP windows"));
+    }
+    if !group.iter().any(|name| name == WindowBound::Start.name()) {
+        return Err(SqlError::invalid(
+            at,
+            "a top-N over a windowed aggregate ranks within each window: PARTITION BY window_start, window_end",
+        ));
+    }
+    Ok(())
 }
 
 fn strip_nested(expr: &Expr) -> &Expr {
