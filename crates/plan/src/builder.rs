@@ -7,6 +7,7 @@ use crate::node::{
 };
 use crate::schema::Schema;
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
+use crate::window_join::WindowJoinSpec;
 
 #[derive(Debug, Clone)]
 pub struct PlanBuilder {
@@ -102,6 +103,11 @@ impl PlanBuilder {
     /// The `k` largest keys per group (see `TopKSpec`).
     pub fn top_k(self, spec: TopKSpec) -> Self {
         self.push(Operator::TopK(spec))
+    }
+
+    /// Pairs two sides' rows of one window and key (see `WindowJoinSpec`).
+    pub fn window_join(self, spec: WindowJoinSpec) -> Self {
+        self.push(Operator::WindowJoin(spec))
     }
 
     pub fn sink(self, spec: SinkSpec) -> Self {

@@ -31,6 +31,7 @@ pub mod physical;
 pub mod schema;
 pub mod state_spec;
 pub mod validate;
+pub mod window_join;
 
 pub use avro::AvroSchemaSource;
 pub use builder::PlanBuilder;
@@ -47,3 +48,4 @@ pub use node::{
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};
 pub use state_spec::{IncrementsSpec, KeyedAggregateSpec, LatePolicy, ReadingEncoding, TopKSpec, RANK_COLUMN};
+pub use window_join::{JoinColumn, WindowJoinSpec};

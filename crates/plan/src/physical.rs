@@ -8,6 +8,9 @@
 //!
 //!  source → decode → increments → project → exchange → keyed_aggregate → top_k → sink
 //!  └──────── stage 0 (map, stateful) ──────────────┘         └──── stage 1 (reduce) ───┘
+//!
+//!  source → decode → project (side, key, time, columns) → filter → exchange → window_join → sink
+//!  └──────────────────────── stage 0 (map) ────────────────────────┘   └── stage 1 (reduce) ──┘
 //! ```
 
 use std::collections::BTreeSet;
@@ -20,6 +23,7 @@ use crate::expr::Expr;
 use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowKind, WindowSpec};
 use crate::schema::Schema;
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec};
+use crate::window_join::WindowJoinSpec;
 
 /// Column a partial window aggregate adds: the largest event time among the rows it folded,
 /// so the reduce side can advance its watermark without seeing the raw rows.
@@ -64,7 +68,7 @@ pub struct StagePlan {
 
 impl StagePlan {
     /// Whether its partitions keep keyed state from batch to batch (a window aggregate,
-    /// increments, a keyed aggregate, a top-k), which checkpoints snapshot. A map stage can
+    /// increments, a keyed aggregate, a top-k, a window join), which checkpoints snapshot. A map stage can
     /// be stateful too (increments before the exchange).
     pub fn is_stateful(&self) -> bool {
         self.ops.iter().any(PhysicalOp::is_stateful)
@@ -144,6 +148,8 @@ pub enum PhysicalOp {
     Increments(IncrementsSpec),
     KeyedAggregate(KeyedAggregateSpec),
     TopK(TopKSpec),
+    /// Both sides' rows of a window and key held across batches, each pair emitted once.
+    WindowJoin(WindowJoinSpec),
 }
 
 impl PhysicalOp {
@@ -159,6 +165,7 @@ impl PhysicalOp {
             PhysicalOp::Increments(_) => "increments",
             PhysicalOp::KeyedAggregate(_) => "keyed_aggregate",
             PhysicalOp::TopK(_) => "top_k",
+            PhysicalOp::WindowJoin(_) => "window_join",
         }
     }
 
@@ -170,6 +177,7 @@ impl PhysicalOp {
                 | PhysicalOp::Increments(_)
                 | PhysicalOp::KeyedAggregate(_)
                 | PhysicalOp::TopK(_)
+                | PhysicalOp::WindowJoin(_)
         )
     }
 }
@@ -261,6 +269,7 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
             Operator::Increments(spec) => current.ops.push(PhysicalOp::Increments(spec.clone())),
             Operator::KeyedAggregate(spec) => current.ops.push(PhysicalOp::KeyedAggregate(spec.clone())),
             Operator::TopK(spec) => current.ops.push(PhysicalOp::TopK(spec.clone())),
+            Operator::WindowJoin(spec) => current.ops.push(PhysicalOp::WindowJoin(spec.clone())),
             Operator::Sink { spec } => current.output = StageOutput::Sink(spec.clone()),
         }
     }
@@ -312,6 +321,11 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
                 let mut reads: BTreeSet<String> = spec.group.iter().chain(&spec.keys).cloned().collect();
                 reads.insert(spec.order_by.clone());
                 reads.insert(spec.time_column.clone());
+                reads
+            }
+            Operator::WindowJoin(spec) => {
+                let mut reads: BTreeSet<String> = spec.outputs().map(|column| column.input.clone()).collect();
+                reads.extend([spec.window.time_column.clone(), spec.side_column.clone(), spec.key_column.clone()]);
                 reads
             }
             Operator::Exchange { keys, .. } => {

@@ -10,6 +10,7 @@ mod row_ops;
 mod source;
 mod state;
 mod window;
+mod window_join;
 
 use crate::error::{NodeRef, PlanError};
 use crate::node::{Operator, Plan};
@@ -56,6 +57,7 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
                 state::check_keyed_aggregate(&at, input, spec, exchange_keys)?
             }
             (Operator::TopK(spec), Some(input)) => state::check_top_k(&at, input, spec, exchange_keys)?,
+            (Operator::WindowJoin(spec), Some(input)) => window_join::check(&at, input, spec, exchange_keys)?,
             (Operator::Sink { .. }, Some(input)) => input.clone(),
         };
         schemas.push(output);

@@ -110,7 +110,7 @@ pub(super) fn check_top_k(
     Ok(Schema::new(fields))
 }
 
-fn needs_exchange<'a>(at: &NodeRef, exchange_keys: Option<&'a [String]>) -> Result<&'a [String], PlanError> {
+pub(super) fn needs_exchange<'a>(at: &NodeRef, exchange_keys: Option<&'a [String]>) -> Result<&'a [String], PlanError> {
     exchange_keys.ok_or_else(|| {
         structure(at, format!("a {} needs an exchange before it, so each key's state lives in one partition", at.kind))
     })
@@ -135,7 +135,7 @@ fn check_partitioned_by(
 
 /// The key columns' fields, in order. Binary values cannot be keys (`KeyColumns` encodes plan
 /// types only).
-fn check_keys(
+pub(super) fn check_keys(
     at: &NodeRef,
     input: &Schema,
     field: &str,
@@ -162,7 +162,7 @@ fn check_keys(
     Ok(fields)
 }
 
-fn check_time(at: &NodeRef, input: &Schema, column: &str) -> Result<(), PlanError> {
+pub(super) fn check_time(at: &NodeRef, input: &Schema, column: &str) -> Result<(), PlanError> {
     let found = column_type(at, input, column)?;
     if found != DataType::Int64 {
         return Err(PlanError::TypeMismatch {

@@ -58,7 +58,7 @@ pub(super) fn check(
 }
 
 /// The window's fields describe one kind, with lengths that make sense for it.
-fn check_window(at: &NodeRef, window: &WindowSpec) -> Result<(), PlanError> {
+pub(super) fn check_window(at: &NodeRef, window: &WindowSpec) -> Result<(), PlanError> {
     if window.allowed_lateness_ms < 0 {
         return Err(option(at, "window.allowed_lateness_ms", "must not be negative"));
     }
