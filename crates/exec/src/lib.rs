@@ -18,6 +18,7 @@
 //!        increments::IncrementsExec     readings ──▶ increments (+ corrections)
 //!        keyed_aggregate::KeyedAggregateExec  rows ──▶ changed keys' totals
 //!        top_k::TopKExec                totals ──▶ changed groups' rankings
+//!        window_join::WindowJoinExec    both sides' rows ──▶ pairs of one window and key
 //! ```
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
@@ -45,6 +46,7 @@ mod state_clock;
 pub mod top_k;
 pub mod types;
 pub mod window;
+pub mod window_join;
 #[cfg(test)]
 mod window_testing;
 

@@ -1,8 +1,8 @@
 //! One stage of a physical plan as a chain of operators: the unit a task's compute monotask runs.
 //!
 //! A `StagePipeline` lives as long as its `(job, stage, partition)` on a worker, so stateful
-//! operators (window aggregate, increments, keyed aggregate, top-k; any number of them, in a
-//! map stage too) keep their state between the batches of that partition.
+//! operators (window aggregate, increments, keyed aggregate, top-k, window join; any number of
+//! them, in a map stage too) keep their state between the batches of that partition.
 
 use std::sync::Arc;
 
@@ -26,6 +26,7 @@ use crate::session::SessionWindowAggregateExec;
 use crate::state::{join_stage_snapshot, split_stage_snapshot, StateCounts, StateSize};
 use crate::top_k::TopKExec;
 use crate::window::{ClosedWindow, PartialWindowAggregateExec, WindowAggregateExec};
+use crate::window_join::WindowJoinExec;
 
 /// What a task feeds its stage: raw source records, rows a source held already decoded, or
 /// the shuffle blocks it pulled.
@@ -56,15 +57,17 @@ pub struct StageRunOutput {
     pub duplicate_rows_dropped: u64,
     /// Rows a stateful operator could not use: no event time, or no value to fold.
     pub invalid_rows_dropped: u64,
-    /// Rows of new keys refused while a stateful operator held its `max_keys`.
+    /// Rows of new keys refused while a stateful operator held its `max_keys` (rows a window
+    /// join did not hold at its `max_rows`).
     pub refused_rows: u64,
     /// Keys (or top-k groups) forgotten as their TTL passed.
     pub expired_keys: u64,
     /// The first stateful operator that refused rows of new keys in this batch, named for
-    /// the user (`state_bound_name`): its state is at its `max_keys`.
+    /// the user (`state_bound_name`): its state is at its `max_keys` (or `max_rows`).
     pub state_full: Option<String>,
     /// The size of the stage's state after the batch, summed over its operators: keys
-    /// (increments, keyed aggregate, top-k) and open (window, key) groups, with an estimate
+    /// (increments, keyed aggregate, top-k) and open (window, key) groups (window aggregate,
+    /// window join), with an estimate
     /// of their bytes.
     pub state_keys: u64,
     pub state_bytes: u64,
@@ -95,6 +98,7 @@ enum OperatorExec {
     Increments(IncrementsExec),
     KeyedAggregate(KeyedAggregateExec),
     TopK(TopKExec),
+    WindowJoin(WindowJoinExec),
 }
 
 pub struct StagePipeline {
@@ -146,6 +150,7 @@ impl StagePipeline {
                 PhysicalOp::Increments(spec) => OperatorExec::Increments(IncrementsExec::new(spec.clone())),
                 PhysicalOp::KeyedAggregate(spec) => OperatorExec::KeyedAggregate(KeyedAggregateExec::new(spec.clone())),
                 PhysicalOp::TopK(spec) => OperatorExec::TopK(TopKExec::new(spec.clone())),
+                PhysicalOp::WindowJoin(spec) => OperatorExec::WindowJoin(WindowJoinExec::new(spec.clone())),
             });
         }
         debug_assert!(matches!(stage.input, StageInput::Source(_) | StageInput::Shuffle { .. }));
@@ -246,6 +251,11 @@ impl StagePipeline {
                     out.add_state_counts(output.counts, bound_name);
                     vec![output.rankings]
                 }
+                OperatorExec::WindowJoin(join) => {
+                    let output = join.process(&batches)?;
+                    out.add_state_counts(output.counts, bound_name);
+                    vec![output.rows]
+                }
                 other => {
                     let batch = concat(&batches)?;
                     vec![match other {
@@ -267,7 +277,8 @@ impl StagePipeline {
                         | OperatorExec::SessionWindow(_)
                         | OperatorExec::Increments(_)
                         | OperatorExec::KeyedAggregate(_)
-                        | OperatorExec::TopK(_) => unreachable!("matched above"),
+                        | OperatorExec::TopK(_)
+                        | OperatorExec::WindowJoin(_) => unreachable!("matched above"),
                     }]
                 }
             };
@@ -302,6 +313,7 @@ impl StagePipeline {
                 OperatorExec::Increments(increments) => Some(increments.snapshot()),
                 OperatorExec::KeyedAggregate(aggregate) => Some(aggregate.snapshot()),
                 OperatorExec::TopK(top_k) => Some(top_k.snapshot()),
+                OperatorExec::WindowJoin(join) => Some(join.snapshot()),
                 OperatorExec::Decode(_)
                 | OperatorExec::Filter(_)
                 | OperatorExec::Project(_)
@@ -327,6 +339,7 @@ impl StagePipeline {
                 OperatorExec::Increments(increments) => increments.restore(part)?,
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.restore(part)?,
                 OperatorExec::TopK(top_k) => top_k.restore(part)?,
+                OperatorExec::WindowJoin(join) => join.restore(part)?,
                 _ => unreachable!("filtered to stateful operators"),
             }
         }
@@ -343,6 +356,7 @@ impl StagePipeline {
                 OperatorExec::Increments(increments) => increments.size(),
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.size(),
                 OperatorExec::TopK(top_k) => top_k.size(),
+                OperatorExec::WindowJoin(join) => join.size(),
                 _ => continue,
             };
             total.keys += size.keys;
@@ -361,6 +375,7 @@ impl OperatorExec {
                 | OperatorExec::Increments(_)
                 | OperatorExec::KeyedAggregate(_)
                 | OperatorExec::TopK(_)
+                | OperatorExec::WindowJoin(_)
         )
     }
 }
@@ -387,18 +402,22 @@ fn window_operator(
     Ok(OperatorExec::SessionWindow(SessionWindowAggregateExec::new(window, keys, aggregates)))
 }
 
-/// How the user's plan names a keyed operator under a `max_keys`: its kind, its key columns
-/// and the bound, e.g. `increments by gateway_id (max_keys 10000)`.
+/// How the user's plan names a keyed operator under a bound: its kind, its key columns and
+/// the bound, e.g. `increments by gateway_id (max_keys 10000)`.
 fn state_bound_name(op: &PhysicalOp) -> Option<String> {
-    let (kind, keys, max_keys) = match op {
-        PhysicalOp::Increments(spec) => ("increments", spec.keys.join(", "), spec.max_keys),
-        PhysicalOp::KeyedAggregate(spec) => ("keyed_aggregate", spec.keys.join(", "), spec.max_keys),
-        PhysicalOp::TopK(spec) => {
-            ("top_k", spec.group.iter().chain(&spec.keys).cloned().collect::<Vec<_>>().join(", "), spec.max_keys)
-        }
+    let (kind, keys, bound, limit) = match op {
+        PhysicalOp::Increments(spec) => ("increments", spec.keys.join(", "), "max_keys", spec.max_keys),
+        PhysicalOp::KeyedAggregate(spec) => ("keyed_aggregate", spec.keys.join(", "), "max_keys", spec.max_keys),
+        PhysicalOp::TopK(spec) => (
+            "top_k",
+            spec.group.iter().chain(&spec.keys).cloned().collect::<Vec<_>>().join(", "),
+            "max_keys",
+            spec.max_keys,
+        ),
+        PhysicalOp::WindowJoin(spec) => ("window_join", spec.key_column.clone(), "max_rows", spec.max_rows),
         _ => return None,
     };
-    Some(format!("{kind} by {keys} (max_keys {max_keys})"))
+    Some(format!("{kind} by {keys} ({bound} {limit})"))
 }
 
 impl StageRunOutput {
