@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use sleet_plan::node::WindowKind;
 use sleet_plan::{
-    plan_stages, AggFunc, Aggregate, JobFile, Operator, PhysicalOp, PlanError, Schema, SinkSpec, SourceSpec,
+    plan_stages, AggFunc, Aggregate, JobFile, JoinColumn, Operator, PhysicalOp, PlanError, Schema, SinkSpec, SourceSpec,
     StageInput, StageOutput, TableSpec,
 };
 
@@ -127,6 +127,29 @@ fn describe(operator: &Operator) -> String {
             spec.order_by,
             if spec.group.is_empty() { "(all)".to_string() } else { spec.group.join(", ") }
         ),
+        Operator::WindowJoin(spec) => {
+            let side = |columns: &[JoinColumn]| match columns {
+                [] => "(nothing)".to_string(),
+                columns => columns
+                    .iter()
+                    .map(|column| format!("{} AS {}", column.input, column.output))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            format!(
+                "{}pairs of one tumbling {} ms window on {} (lateness {} ms) and one {}, the side in {}; \
+                 left: {}; right: {} (max_rows {})",
+                if spec.distinct { "distinct " } else { "" },
+                spec.window.size_ms,
+                spec.window.time_column,
+                spec.window.allowed_lateness_ms,
+                spec.key_column,
+                spec.side_column,
+                side(&spec.left),
+                side(&spec.right),
+                spec.max_rows
+            )
+        }
         Operator::Sink { spec } => sink_name(spec),
     }
 }
