@@ -2,7 +2,7 @@
 //! `top_k`): each key's rows must reach one partition, keys are plain columns, times int64,
 //! values numeric, and every limit positive.
 
-use super::columns::{column_type, option, structure};
+use super::columns::{column_of_type, column_type, option, structure};
 use super::window::aggregate_type;
 use crate::error::{NodeRef, PlanError};
 use crate::node::AggFunc;
@@ -163,16 +163,7 @@ pub(super) fn check_keys(
 }
 
 pub(super) fn check_time(at: &NodeRef, input: &Schema, column: &str) -> Result<(), PlanError> {
-    let found = column_type(at, input, column)?;
-    if found != DataType::Int64 {
-        return Err(PlanError::TypeMismatch {
-            node: at.clone(),
-            field: column.to_string(),
-            expected: "int64 (ms since epoch)".into(),
-            found,
-        });
-    }
-    Ok(())
+    column_of_type(at, input, column, DataType::Int64, "int64 (ms since epoch)")
 }
 
 fn numeric(at: &NodeRef, input: &Schema, column: &str) -> Result<DataType, PlanError> {

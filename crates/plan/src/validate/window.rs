@@ -27,15 +27,7 @@ pub(super) fn check(
     follows_exchange: bool,
 ) -> Result<Schema, PlanError> {
     check_partitioning(at, keys, exchange_keys, follows_exchange)?;
-    let time_type = column_type(at, input, &window.time_column)?;
-    if time_type != DataType::Int64 {
-        return Err(PlanError::TypeMismatch {
-            node: at.clone(),
-            field: window.time_column.clone(),
-            expected: "int64 (ms since epoch)".into(),
-            found: time_type,
-        });
-    }
+    super::state::check_time(at, input, &window.time_column)?;
     check_window(at, window)?;
     if aggregates.is_empty() {
         return Err(option(at, "aggregates", "needs at least one aggregate"));

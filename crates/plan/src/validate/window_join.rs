@@ -1,7 +1,7 @@
 //! A window join: behind an exchange on its key column alone, over a tumbling window on an
 //! int64 event time, with a boolean side column and distinct output names.
 
-use super::columns::{column_type, option, structure};
+use super::columns::{column_of_type, column_type, option, structure};
 use super::state::{check_keys, check_time, needs_exchange};
 use super::window::{check_window, WINDOW_END_COLUMN, WINDOW_START_COLUMN};
 use crate::error::{NodeRef, PlanError};
@@ -34,15 +34,8 @@ pub(super) fn check(
     }
     check_time(at, input, &spec.window.time_column)?;
     check_keys(at, input, "key_column", std::slice::from_ref(&spec.key_column), false)?;
-    let side_type = column_type(at, input, &spec.side_column)?;
-    if side_type != DataType::Boolean {
-        return Err(PlanError::TypeMismatch {
-            node: at.clone(),
-            field: spec.side_column.clone(),
-            expected: "boolean (true on the left, false on the right)".into(),
-            found: side_type,
-        });
-    }
+    let side = "boolean (true on the left, false on the right)";
+    column_of_type(at, input, &spec.side_column, DataType::Boolean, side)?;
     let mut fields = vec![Field::new(WINDOW_START_COLUMN, DataType::Int64), Field::new(WINDOW_END_COLUMN, DataType::Int64)];
     for (field, columns) in [("left", &spec.left), ("right", &spec.right)] {
         fields.extend(side_fields(at, input, field, columns, &fields)?);
