@@ -31,7 +31,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use sleet_plan::validate::{WINDOW_END_COLUMN, WINDOW_START_COLUMN};
 use sleet_plan::{JoinColumn, WindowJoinSpec, WindowKind};
 
-use crate::cell::{column, columns, event_times, read_cell, sorted_keys, write_cells, write_key, Cell, ColumnBuilder, Reader};
+use crate::cell::{
+    column, columns, event_times, read_cell, sorted_keys, write_cells, write_key, Cell, ColumnBuilder, Reader,
+};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
 use crate::state::{StateCounts, StateSize, ENTRY_OVERHEAD_BYTES};
@@ -93,15 +95,7 @@ impl WindowJoinExec {
         };
         assert!(size_ms > 0, "validated: a positive window size");
         let clock = StateClock::new(spec.window.allowed_lateness_ms);
-        WindowJoinExec {
-            spec,
-            size_ms,
-            windows: Windows::new(),
-            clock,
-            rows_held: 0,
-            bytes_held: 0,
-            schema: None,
-        }
+        WindowJoinExec { spec, size_ms, windows: Windows::new(), clock, rows_held: 0, bytes_held: 0, schema: None }
     }
 
     pub fn watermark_ms(&self) -> Option<i64> {
@@ -306,7 +300,8 @@ impl WindowJoinExec {
             }
             let group_count = reader.u32()? as usize;
             // The count comes from the bytes; cap the preallocation by what the bytes can hold.
-            let mut groups = FxHashMap::with_capacity_and_hasher(group_count.min(reader.bytes.len()), Default::default());
+            let mut groups =
+                FxHashMap::with_capacity_and_hasher(group_count.min(reader.bytes.len()), Default::default());
             for _ in 0..group_count {
                 let key = reader.key(1)?;
                 bytes_held += group_bytes(&key);
@@ -455,7 +450,13 @@ mod tests {
 
     /// Runs the batches through the engine, each cut into blocks of `split` rows, the state
     /// snapshotted after batch `cut` and restored into a new operator that carries on.
-    fn run_engine(batches: &[Vec<TestRow>], lateness: i64, distinct: bool, split: usize, cut: usize) -> (Vec<OutputRow>, u64) {
+    fn run_engine(
+        batches: &[Vec<TestRow>],
+        lateness: i64,
+        distinct: bool,
+        split: usize,
+        cut: usize,
+    ) -> (Vec<OutputRow>, u64) {
         let mut exec = WindowJoinExec::new(spec(lateness, distinct));
         let mut found = Vec::new();
         let mut late = 0;
@@ -491,7 +492,10 @@ mod tests {
                 .enumerate()
                 .map(|(index, batch)| {
                     let shift = index as i64 * 60;
-                    batch.into_iter().map(|(side, key, time, v, s)| (side, key, time.map(|t| t + shift), v, s)).collect()
+                    batch
+                        .into_iter()
+                        .map(|(side, key, time, v, s)| (side, key, time.map(|t| t + shift), v, s))
+                        .collect()
                 })
                 .collect()
         })
@@ -541,10 +545,10 @@ mod tests {
         let first = exec.process(&[to_batch(&[row(true, 1, 10, 7), row(false, 2, 20, 8)])]).expect("first");
         assert_eq!(first.rows.num_rows(), 0, "no pair yet");
         let second = exec.process(&[to_batch(&[row(false, 1, 50, 9), row(true, 1, 60, 6)])]).expect("second");
-        assert_eq!(output_rows(&second.rows), [
-            (0, 100, Some(7), Some("a".into()), Some(9)),
-            (0, 100, Some(6), Some("a".into()), Some(9)),
-        ]);
+        assert_eq!(
+            output_rows(&second.rows),
+            [(0, 100, Some(7), Some("a".into()), Some(9)), (0, 100, Some(6), Some("a".into()), Some(9)),]
+        );
         assert_eq!(exec.size().keys, 2, "keys 1 and 2 of window 0");
         // A row at 150 moves the watermark past window 0's end: its rows go, and a row for it is late.
         let third = exec.process(&[to_batch(&[row(true, 2, 150, 1)])]).expect("third");
@@ -568,7 +572,12 @@ mod tests {
     fn distinct_holds_one_of_equal_rows_and_the_size_counts_it_once() {
         let mut exec = WindowJoinExec::new(spec(0, true));
         let output = exec
-            .process(&[to_batch(&[row(true, 1, 10, 1), row(false, 1, 11, 2), row(false, 1, 12, 2), row(true, 1, 13, 1)])])
+            .process(&[to_batch(&[
+                row(true, 1, 10, 1),
+                row(false, 1, 11, 2),
+                row(false, 1, 12, 2),
+                row(true, 1, 13, 1),
+            ])])
             .expect("process");
         assert_eq!(output.rows.num_rows(), 1);
         assert_eq!(exec.rows_held(), 2);

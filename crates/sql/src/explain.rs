@@ -5,8 +5,8 @@ use std::fmt::Write;
 
 use sleet_plan::node::WindowKind;
 use sleet_plan::{
-    plan_stages, AggFunc, Aggregate, JobFile, JoinColumn, Operator, PhysicalOp, PlanError, Schema, SinkSpec, SourceSpec,
-    StageInput, StageOutput, TableSpec,
+    plan_stages, AggFunc, Aggregate, JobFile, JoinColumn, Operator, PhysicalOp, PlanError, Schema, SinkSpec,
+    SourceSpec, StageInput, StageOutput, TableSpec,
 };
 
 use crate::types::sql_name;

@@ -19,9 +19,7 @@
 //! the other side's compares it with differently (`event_type = 'person'` against
 //! `event_type = 'auction'`). WHERE conjuncts naming one side join that side's predicate.
 
-use sleet_plan::{
-    col, lit, DataType, Expr as PlanExpr, JoinColumn, Node, Operator, WindowJoinSpec, WindowSpec,
-};
+use sleet_plan::{col, lit, DataType, Expr as PlanExpr, JoinColumn, Node, Operator, WindowJoinSpec, WindowSpec};
 use sqlparser::ast::{
     BinaryOperator, Distinct, Expr, Function, GroupByExpr, Join, JoinConstraint, JoinOperator, Select, SelectItem,
     TableFactor, TableWithJoins,
@@ -32,8 +30,8 @@ use crate::interval::interval_ms;
 use crate::query::{self, plan_query, Planned, QueryContext};
 use crate::scope::{Binding, Scope, ScopeColumn, WindowBound};
 use crate::spans;
-use crate::types::sql_name;
 use crate::sql_expr::{aggregate_calls, argument_expr, default_name, function_arguments, function_name, Translator};
+use crate::types::sql_name;
 
 /// The column the projection before the exchange says a row's side in: true on the left.
 pub const SIDE_COLUMN: &str = "__side";
@@ -48,7 +46,10 @@ pub fn joins_streams(from: &TableWithJoins, context: &QueryContext) -> bool {
         TableFactor::Table { name, args: None, .. } => {
             let name = name.to_string();
             context.views.contains_key(&name.to_ascii_lowercase())
-                || context.catalog.get(&name, Position::default()).is_ok_and(|table| table.source(Position::default()).is_ok())
+                || context
+                    .catalog
+                    .get(&name, Position::default())
+                    .is_ok_and(|table| table.source(Position::default()).is_ok())
         }
         _ => false,
     })
@@ -338,9 +339,9 @@ fn fold_side(planned: Planned, alias: String, at: Position) -> Result<Side, SqlE
     let mut predicate: Option<PlanExpr> = None;
     let unfold = |expr: &PlanExpr, exprs: &Option<Vec<(String, PlanExpr)>>| match exprs {
         None => expr.clone(),
-        Some(exprs) => expr.replace_columns(&|name| {
-            exprs.iter().find(|(column, _)| column == name).map(|(_, expr)| expr.clone())
-        }),
+        Some(exprs) => {
+            expr.replace_columns(&|name| exprs.iter().find(|(column, _)| column == name).map(|(_, expr)| expr.clone()))
+        }
     };
     for node in &planned.nodes[2..] {
         match &node.operator {
@@ -487,7 +488,10 @@ fn keys_of(
             ));
         }
         if keys.is_some() {
-            return Err(SqlError::unsupported(conjunct_at, format!("a second key `{conjunct}`: a window join has one key")));
+            return Err(SqlError::unsupported(
+                conjunct_at,
+                format!("a second key `{conjunct}`: a window join has one key"),
+            ));
         }
         keys = Some((sides[0].unfold(&left), sides[1].unfold(&right)));
     }
@@ -504,7 +508,9 @@ fn keys_of(
 fn window_bound_of(expr: &Expr, sides: &[Side; 2]) -> Option<(WindowBound, usize)> {
     let Expr::CompoundIdentifier(parts) = expr else { return None };
     let [table, name] = parts.as_slice() else { return None };
-    let bound = [WindowBound::Start, WindowBound::End].into_iter().find(|bound| name.value.eq_ignore_ascii_case(bound.name()))?;
+    let bound = [WindowBound::Start, WindowBound::End]
+        .into_iter()
+        .find(|bound| name.value.eq_ignore_ascii_case(bound.name()))?;
     let side = sides.iter().position(|side| side.alias == table.value.to_ascii_lowercase())?;
     Some((bound, side))
 }
@@ -519,7 +525,8 @@ fn check_disjoint(sides: &[Side; 2], at: Position) -> Result<(), SqlError> {
         conjuncts
             .into_iter()
             .filter_map(|conjunct| match conjunct {
-                PlanExpr::Binary { op: sleet_plan::BinaryOp::Eq, left, right } => match (left.as_ref(), right.as_ref()) {
+                PlanExpr::Binary { op: sleet_plan::BinaryOp::Eq, left, right } => match (left.as_ref(), right.as_ref())
+                {
                     (PlanExpr::Column(column), PlanExpr::Literal(value))
                     | (PlanExpr::Literal(value), PlanExpr::Column(column)) => Some((column.clone(), value.clone())),
                     _ => None,
@@ -580,7 +587,8 @@ fn check_distinct(
         ));
     }
     let is_key = |name: &&str| {
-        sides[0].expr_of(name).is_some_and(|expr| expr == keys.0) || sides[1].expr_of(name).is_some_and(|expr| expr == keys.1)
+        sides[0].expr_of(name).is_some_and(|expr| expr == keys.0)
+            || sides[1].expr_of(name).is_some_and(|expr| expr == keys.1)
     };
     if !selected.iter().any(is_key) {
         return Err(SqlError::unsupported(
@@ -616,20 +624,23 @@ fn push_sides(
         unreachable!("check_disjoint found a condition on each side")
     };
     let side = PlanExpr::case([(left_predicate.clone(), lit(true)), (right_predicate.clone(), lit(false))], None);
-    let key = PlanExpr::case([(left_predicate.clone(), keys.0.clone()), (right_predicate.clone(), keys.1.clone())], None);
+    let key =
+        PlanExpr::case([(left_predicate.clone(), keys.0.clone()), (right_predicate.clone(), keys.1.clone())], None);
     let time = left.window.time_column.clone();
     let mut columns: Vec<(PlanExpr, String)> =
         vec![(side, SIDE_COLUMN.into()), (key, KEY_COLUMN.into()), (col(time.as_str()), time.clone())];
     let mut outputs: [Vec<JoinColumn>; 2] = [Vec::new(), Vec::new()];
     for name in read {
-        let (index, side) = sides.iter().enumerate().find(|(_, side)| side.expr_of(name).is_some()).expect("read names a side's");
+        let (index, side) =
+            sides.iter().enumerate().find(|(_, side)| side.expr_of(name).is_some()).expect("read names a side's");
         let expr = side.expr_of(name).expect("found above");
         // A plain column passes as it is, once for both sides; a computed one only on its
         // side's rows, so it is never evaluated on a row it does not belong to.
         let input = match expr {
             PlanExpr::Column(column) => column.clone(),
             computed => {
-                let guarded = PlanExpr::case([(side.predicate.clone().expect("checked above"), computed.clone())], None);
+                let guarded =
+                    PlanExpr::case([(side.predicate.clone().expect("checked above"), computed.clone())], None);
                 columns.push((guarded, name.clone()));
                 name.clone()
             }

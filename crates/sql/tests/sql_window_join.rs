@@ -145,7 +145,10 @@ fn a_computed_view_column_is_computed_on_its_side_s_rows_only() {
     let compiled = compile_text(&script).unwrap();
     let Operator::Project { columns } = &compiled.job().plan.nodes[2].operator else { unreachable!() };
     let texts: Vec<String> = columns.iter().map(|(expr, name)| format!("{name} = {expr}")).collect();
-    assert!(texts.contains(&"l.shout = CASE WHEN (event_type = \"person\") THEN upper(name) END".to_string()), "{texts:?}");
+    assert!(
+        texts.contains(&"l.shout = CASE WHEN (event_type = \"person\") THEN upper(name) END".to_string()),
+        "{texts:?}"
+    );
 }
 
 #[test]
@@ -159,7 +162,10 @@ fn a_window_join_refuses_what_it_does_not_take_naming_line_column_and_construct(
     let join = |right: &str, on: &str| format!("SELECT P.name FROM {PERSONS}\nJOIN {right}\n{on}");
     // Two source tables: at the right side.
     check_error(
-        &join("TABLE(TUMBLE(TABLE bids, DESCRIPTOR(date_time), INTERVAL '10' SECOND)) B", "ON P.id = B.auction AND P.window_start = B.window_start"),
+        &join(
+            "TABLE(TUMBLE(TABLE bids, DESCRIPTOR(date_time), INTERVAL '10' SECOND)) B",
+            "ON P.id = B.auction AND P.window_start = B.window_start",
+        ),
         2,
         12,
         "two different source tables",
@@ -204,8 +210,18 @@ fn a_window_join_refuses_what_it_does_not_take_naming_line_column_and_construct(
     );
     check_error(&join(AUCTIONS, "ON P.id = A.seller"), 3, 4, "add L.window_start = R.window_start");
     check_error(&join(AUCTIONS, "ON P.window_start = A.window_start"), 3, 4, "needs a key");
-    check_error(&join(AUCTIONS, "ON P.name = A.seller AND P.window_start = A.window_start"), 3, 4, "compares VARCHAR with BIGINT");
-    check_error(&join(AUCTIONS, "ON P.id = A.seller AND P.id = A.id AND P.window_start = A.window_start"), 3, 24, "a second key");
+    check_error(
+        &join(AUCTIONS, "ON P.name = A.seller AND P.window_start = A.window_start"),
+        3,
+        4,
+        "compares VARCHAR with BIGINT",
+    );
+    check_error(
+        &join(AUCTIONS, "ON P.id = A.seller AND P.id = A.id AND P.window_start = A.window_start"),
+        3,
+        24,
+        "a second key",
+    );
 }
 
 #[test]
@@ -240,10 +256,5 @@ fn select_distinct_maps_onto_the_join_when_it_selects_a_key_and_a_window() {
         1,
         "whose WHERE reads `a.id`, which it does not select",
     );
-    check_error(
-        "SELECT DISTINCT auction FROM bids",
-        1,
-        1,
-        "SELECT DISTINCT; GROUP BY the columns instead",
-    );
+    check_error("SELECT DISTINCT auction FROM bids", 1, 1, "SELECT DISTINCT; GROUP BY the columns instead");
 }

@@ -36,7 +36,8 @@ pub(super) fn check(
     check_keys(at, input, "key_column", std::slice::from_ref(&spec.key_column), false)?;
     let side = "boolean (true on the left, false on the right)";
     column_of_type(at, input, &spec.side_column, DataType::Boolean, side)?;
-    let mut fields = vec![Field::new(WINDOW_START_COLUMN, DataType::Int64), Field::new(WINDOW_END_COLUMN, DataType::Int64)];
+    let mut fields =
+        vec![Field::new(WINDOW_START_COLUMN, DataType::Int64), Field::new(WINDOW_END_COLUMN, DataType::Int64)];
     for (field, columns) in [("left", &spec.left), ("right", &spec.right)] {
         fields.extend(side_fields(at, input, field, columns, &fields)?);
     }

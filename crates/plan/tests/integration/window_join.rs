@@ -95,7 +95,10 @@ fn a_window_join_refuses_bad_columns_and_options() {
         (WindowJoinSpec { side_column: "name".into(), ..spec() }, &["`name`", "boolean"]),
         (WindowJoinSpec { side_column: "sid".into(), ..spec() }, &["`sid`"]),
         (WindowJoinSpec { window: WindowSpec::tumbling("name", 10_000, 0), ..spec() }, &["`name`", "int64"]),
-        (WindowJoinSpec { window: WindowSpec::hopping("date_time", 10_000, 5_000, 0), ..spec() }, &["window", "tumbling"]),
+        (
+            WindowJoinSpec { window: WindowSpec::hopping("date_time", 10_000, 5_000, 0), ..spec() },
+            &["window", "tumbling"],
+        ),
         (WindowJoinSpec { window: WindowSpec::session("date_time", 10_000, 0), ..spec() }, &["window", "tumbling"]),
         (WindowJoinSpec { window: WindowSpec::tumbling("date_time", 0, 0), ..spec() }, &["window.size_ms"]),
         (WindowJoinSpec { window: WindowSpec::tumbling("date_time", 10, -1), ..spec() }, &["allowed_lateness_ms"]),
