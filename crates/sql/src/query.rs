@@ -858,11 +858,7 @@ impl<'a> SelectPlanner<'a> {
 }
 
 /// Adds the projection unless it would only repeat the plan's output as it is.
-pub(crate) fn push_projection(
-    planned: &mut Planned,
-    columns: Vec<(PlanExpr, String)>,
-    at: Position,
-) -> Result<(), SqlError> {
+pub fn push_projection(planned: &mut Planned, columns: Vec<(PlanExpr, String)>, at: Position) -> Result<(), SqlError> {
     for (index, (_, name)) in columns.iter().enumerate() {
         if columns[..index].iter().any(|(_, earlier)| earlier == name) {
             return Err(SqlError::invalid(at, format!("the output column `{name}` appears twice; give one an alias")));
@@ -946,12 +942,7 @@ fn plan_relation(relation: &TableFactor, context: &QueryContext) -> Result<Plann
 }
 
 /// Source and decoder of a declared stream table.
-pub(crate) fn read_table(
-    table: &Table,
-    qualifier: &str,
-    at: Position,
-    context: &QueryContext,
-) -> Result<Planned, SqlError> {
+pub fn read_table(table: &Table, qualifier: &str, at: Position, context: &QueryContext) -> Result<Planned, SqlError> {
     let spec = table.source(at)?;
     let source_partitions = spec.partitions().max(1);
     let schema = Schema::new(
