@@ -36,7 +36,7 @@ impl StateFullNotices {
             if !self.shown.contains(name) {
                 self.shown.push(name.clone());
                 notices.push(format!(
-                    "state full: {name} holds its max_keys keys; rows of new keys are refused (counted as refused rows)"
+                    "state full: {name} is at that bound; rows beyond it are refused (counted as refused rows)"
                 ));
             }
         }

@@ -20,6 +20,7 @@
 //!        top_k::TopKExec                totals ──▶ changed groups' rankings
 //!        top_rows::TopRowsExec          rows ──▶ changed windows' top rows
 //!                 (map side: top_rows::PartialTopRowsExec, each batch's top rows per window)
+//!        window_join::WindowJoinExec    both sides' rows ──▶ pairs of one window and key
 //! ```
 //!
 //! `pipeline::StagePipeline` strings these together for one stage of a physical plan.
@@ -49,6 +50,7 @@ pub mod top_k;
 pub mod top_rows;
 pub mod types;
 pub mod window;
+pub mod window_join;
 #[cfg(test)]
 mod window_testing;
 

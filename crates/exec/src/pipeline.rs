@@ -1,7 +1,8 @@
 //! One stage of a physical plan as a chain of operators: the unit a task's compute monotask runs.
 //!
 //! A `StagePipeline` lives as long as its `(job, stage, partition)` on a worker, so stateful
-//! operators (window aggregate, increments, keyed aggregate, top-k, top-rows; any number of
+//! operators (window aggregate, increments, keyed aggregate, top-k, top-rows, window join; any
+//! number of
 //! them, in a map stage too) keep their state between the batches of that partition.
 
 use std::sync::Arc;
@@ -27,6 +28,7 @@ use crate::state::{join_stage_snapshot, split_stage_snapshot, StateCounts, State
 use crate::top_k::TopKExec;
 use crate::top_rows::{PartialTopRowsExec, TopRowsExec};
 use crate::window::{ClosedWindow, PartialWindowAggregateExec, WindowAggregateExec};
+use crate::window_join::WindowJoinExec;
 
 /// What a task feeds its stage: raw source records, rows a source held already decoded, or
 /// the shuffle blocks it pulled.
@@ -57,15 +59,17 @@ pub struct StageRunOutput {
     pub duplicate_rows_dropped: u64,
     /// Rows a stateful operator could not use: no event time, or no value to fold.
     pub invalid_rows_dropped: u64,
-    /// Rows of new keys refused while a stateful operator held its `max_keys`.
+    /// Rows of new keys refused while a stateful operator held its `max_keys` (rows a window
+    /// join did not hold at its `max_rows`).
     pub refused_rows: u64,
     /// Keys (or top-k groups) forgotten as their TTL passed.
     pub expired_keys: u64,
     /// The first stateful operator that refused rows of new keys in this batch, named for
-    /// the user (`state_bound_name`): its state is at its `max_keys`.
+    /// the user (`state_bound_name`): its state is at its `max_keys` (or `max_rows`).
     pub state_full: Option<String>,
     /// The size of the stage's state after the batch, summed over its operators: keys
-    /// (increments, keyed aggregate, top-k) and open (window, key) groups, with an estimate
+    /// (increments, keyed aggregate, top-k) and open (window, key) groups (window aggregate,
+    /// window join), with an estimate
     /// of their bytes.
     pub state_keys: u64,
     pub state_bytes: u64,
@@ -98,6 +102,7 @@ enum OperatorExec {
     TopK(TopKExec),
     PartialTopRows(PartialTopRowsExec),
     TopRows(TopRowsExec),
+    WindowJoin(WindowJoinExec),
 }
 
 pub struct StagePipeline {
@@ -151,6 +156,7 @@ impl StagePipeline {
                 PhysicalOp::TopK(spec) => OperatorExec::TopK(TopKExec::new(spec.clone())),
                 PhysicalOp::PartialTopRows(spec) => OperatorExec::PartialTopRows(PartialTopRowsExec::new(spec.clone())),
                 PhysicalOp::TopRows { spec, input } => OperatorExec::TopRows(TopRowsExec::new(spec.clone(), *input)),
+                PhysicalOp::WindowJoin(spec) => OperatorExec::WindowJoin(WindowJoinExec::new(spec.clone())),
             });
         }
         debug_assert!(matches!(stage.input, StageInput::Source(_) | StageInput::Shuffle { .. }));
@@ -261,6 +267,11 @@ impl StagePipeline {
                     out.add_state_counts(output.counts, bound_name);
                     vec![output.rows]
                 }
+                OperatorExec::WindowJoin(join) => {
+                    let output = join.process(&batches)?;
+                    out.add_state_counts(output.counts, bound_name);
+                    vec![output.rows]
+                }
                 other => {
                     let batch = concat(&batches)?;
                     vec![match other {
@@ -284,7 +295,8 @@ impl StagePipeline {
                         | OperatorExec::KeyedAggregate(_)
                         | OperatorExec::TopK(_)
                         | OperatorExec::PartialTopRows(_)
-                        | OperatorExec::TopRows(_) => unreachable!("matched above"),
+                        | OperatorExec::TopRows(_)
+                        | OperatorExec::WindowJoin(_) => unreachable!("matched above"),
                     }]
                 }
             };
@@ -320,6 +332,7 @@ impl StagePipeline {
                 OperatorExec::KeyedAggregate(aggregate) => Some(aggregate.snapshot()),
                 OperatorExec::TopK(top_k) => Some(top_k.snapshot()),
                 OperatorExec::TopRows(top_rows) => Some(top_rows.snapshot()),
+                OperatorExec::WindowJoin(join) => Some(join.snapshot()),
                 OperatorExec::Decode(_)
                 | OperatorExec::Filter(_)
                 | OperatorExec::Project(_)
@@ -347,6 +360,7 @@ impl StagePipeline {
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.restore(part)?,
                 OperatorExec::TopK(top_k) => top_k.restore(part)?,
                 OperatorExec::TopRows(top_rows) => top_rows.restore(part)?,
+                OperatorExec::WindowJoin(join) => join.restore(part)?,
                 _ => unreachable!("filtered to stateful operators"),
             }
         }
@@ -364,6 +378,7 @@ impl StagePipeline {
                 OperatorExec::KeyedAggregate(aggregate) => aggregate.size(),
                 OperatorExec::TopK(top_k) => top_k.size(),
                 OperatorExec::TopRows(top_rows) => top_rows.size(),
+                OperatorExec::WindowJoin(join) => join.size(),
                 _ => continue,
             };
             total.keys += size.keys;
@@ -383,6 +398,7 @@ impl OperatorExec {
                 | OperatorExec::KeyedAggregate(_)
                 | OperatorExec::TopK(_)
                 | OperatorExec::TopRows(_)
+                | OperatorExec::WindowJoin(_)
         )
     }
 }
@@ -412,7 +428,7 @@ fn window_operator(
 /// How the user's plan names a keyed operator under a bound on its keys: its kind, its key
 /// columns and the bound, e.g. `increments by gateway_id (max_keys 10000)`.
 fn state_bound_name(op: &PhysicalOp) -> Option<String> {
-    let (kind, keys, bound, max) = match op {
+    let (kind, keys, bound, limit) = match op {
         PhysicalOp::Increments(spec) => ("increments", spec.keys.join(", "), "max_keys", spec.max_keys),
         PhysicalOp::KeyedAggregate(spec) => ("keyed_aggregate", spec.keys.join(", "), "max_keys", spec.max_keys),
         PhysicalOp::TopK(spec) => (
@@ -422,9 +438,10 @@ fn state_bound_name(op: &PhysicalOp) -> Option<String> {
             spec.max_keys,
         ),
         PhysicalOp::TopRows { spec, .. } => ("top_rows", spec.group.join(", "), "max_groups", spec.max_groups),
+        PhysicalOp::WindowJoin(spec) => ("window_join", spec.key_column.clone(), "max_rows", spec.max_rows),
         _ => return None,
     };
-    Some(format!("{kind} by {keys} ({bound} {max})"))
+    Some(format!("{kind} by {keys} ({bound} {limit})"))
 }
 
 impl StageRunOutput {

@@ -7,6 +7,7 @@ use crate::node::{
 };
 use crate::schema::Schema;
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec, TopRowsSpec};
+use crate::window_join::WindowJoinSpec;
 
 #[derive(Debug, Clone)]
 pub struct PlanBuilder {
@@ -107,6 +108,11 @@ impl PlanBuilder {
     /// The rows ranked `k` or better per group of an append-only stream (see `TopRowsSpec`).
     pub fn top_rows(self, spec: TopRowsSpec) -> Self {
         self.push(Operator::TopRows(spec))
+    }
+
+    /// Pairs two sides' rows of one window and key (see `WindowJoinSpec`).
+    pub fn window_join(self, spec: WindowJoinSpec) -> Self {
+        self.push(Operator::WindowJoin(spec))
     }
 
     pub fn sink(self, spec: SinkSpec) -> Self {

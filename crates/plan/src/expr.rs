@@ -383,6 +383,43 @@ impl Expr {
         }
     }
 
+    /// This expression with each column `replace` maps replaced by what it maps to, the
+    /// others kept: an expression over one projection's output rewritten over its input.
+    pub fn replace_columns(&self, replace: &dyn Fn(&str) -> Option<Expr>) -> Expr {
+        let boxed = |inner: &Expr| Box::new(inner.replace_columns(replace));
+        match self {
+            Expr::Column(name) => replace(name).unwrap_or_else(|| self.clone()),
+            Expr::Literal(_) => self.clone(),
+            Expr::Binary { op, left, right } => Expr::Binary { op: *op, left: boxed(left), right: boxed(right) },
+            Expr::Not(inner) => Expr::Not(boxed(inner)),
+            Expr::Negate(inner) => Expr::Negate(boxed(inner)),
+            Expr::Cast { expr, to } => Expr::Cast { expr: boxed(expr), to: *to },
+            Expr::WindowStart { expr, size_ms } => Expr::WindowStart { expr: boxed(expr), size_ms: *size_ms },
+            Expr::IsNull { expr, negated } => Expr::IsNull { expr: boxed(expr), negated: *negated },
+            Expr::InList { expr, list, negated } => Expr::InList {
+                expr: boxed(expr),
+                list: list.iter().map(|item| item.replace_columns(replace)).collect(),
+                negated: *negated,
+            },
+            Expr::Like { expr, pattern, negated } => {
+                Expr::Like { expr: boxed(expr), pattern: boxed(pattern), negated: *negated }
+            }
+            Expr::Case { branches, otherwise } => Expr::Case {
+                branches: branches
+                    .iter()
+                    .map(|branch| CaseBranch {
+                        when: branch.when.replace_columns(replace),
+                        then: branch.then.replace_columns(replace),
+                    })
+                    .collect(),
+                otherwise: otherwise.as_deref().map(boxed),
+            },
+            Expr::Function { name, args } => {
+                Expr::Function { name: *name, args: args.iter().map(|arg| arg.replace_columns(replace)).collect() }
+            }
+        }
+    }
+
     /// A readable name for a projected expression without an alias.
     pub fn default_name(&self) -> String {
         match self {
@@ -482,6 +519,18 @@ mod tests {
         check_json(r#"{"cast":{"expr":{"literal":{"float64":0.5}},"to":"utf8"}}"#, lit(0.5).cast(DataType::Utf8));
         check_json(r#"{"window_start":{"expr":{"column":"t"},"size_ms":10000}}"#, col("t").window_start(10_000));
         check_json(r#"{"literal":{"utf8":"view"}}"#, lit("view"));
+    }
+
+    #[test]
+    fn replacing_columns_rewrites_every_reference_and_keeps_the_rest() {
+        let expr = Expr::case([(col("a").is_null(), col("b").in_list([col("a"), lit(1)]))], Some(col("c").negate()));
+        let replaced = expr.replace_columns(&|name| (name == "a").then(|| col("x").add(lit(2))));
+        let expected = Expr::case(
+            [(col("x").add(lit(2)).is_null(), col("b").in_list([col("x").add(lit(2)), lit(1)]))],
+            Some(col("c").negate()),
+        );
+        assert_eq!(replaced, expected);
+        assert_eq!(expr.replace_columns(&|_| None), expr);
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod physical;
 pub mod schema;
 pub mod state_spec;
 pub mod validate;
+pub mod window_join;
 
 pub use avro::AvroSchemaSource;
 pub use builder::PlanBuilder;
@@ -49,3 +50,4 @@ pub use schema::{DataType, Field, Schema};
 pub use state_spec::{
     IncrementsSpec, KeyedAggregateSpec, LatePolicy, Ranking, ReadingEncoding, TopKSpec, TopRowsSpec, RANK_COLUMN,
 };
+pub use window_join::{JoinColumn, WindowJoinSpec};

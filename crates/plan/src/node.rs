@@ -1,7 +1,8 @@
 //! Logical plan nodes. A plan is a pipeline: each node consumes the rows of the one before.
 //!
-//! Stream–static joins (`Lookup`) read a broadcast table rather than a second stream, so a
-//! linear pipeline is enough for every workload sleet runs today.
+//! Stream–static joins (`Lookup`) read a broadcast table rather than a second stream, and a
+//! window join of two streams reads both from one source (`WindowJoin`: a column says which
+//! side a row is on), so a linear pipeline is enough for every workload sleet runs today.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,7 @@ use crate::gateway::GatewaySourceSpec;
 use crate::nexmark::NexmarkSourceSpec;
 use crate::schema::{DataType, Field, Schema};
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec, TopRowsSpec};
+use crate::window_join::WindowJoinSpec;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -82,6 +84,9 @@ pub enum Operator {
     /// Per group (a window), the rows ranked `k` or better by a value, all their columns and
     /// a rank, emitted for every group that changed.
     TopRows(TopRowsSpec),
+    /// Pairs the rows of two sides (one stream, told apart by a column) that share a tumbling
+    /// window and a key: `window_start`, `window_end`, the left's columns, the right's.
+    WindowJoin(WindowJoinSpec),
     Sink {
         spec: SinkSpec,
     },
@@ -106,6 +111,7 @@ impl Operator {
             Operator::KeyedAggregate(_) => "keyed_aggregate",
             Operator::TopK(_) => "top_k",
             Operator::TopRows(_) => "top_rows",
+            Operator::WindowJoin(_) => "window_join",
             Operator::Sink { .. } => "sink",
         }
     }

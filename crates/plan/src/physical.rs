@@ -13,6 +13,9 @@
 //!  source → decode → project (window bounds) → exchange → top_rows → project → sink
 //!  └────────────── stage 0 (map) ───────────┘           └───── stage 1 (reduce) ───┘
 //!                      + partial_top_rows when combining
+//!
+//!  source → decode → project (side, key, time, columns) → filter → exchange → window_join → sink
+//!  └──────────────────────── stage 0 (map) ────────────────────────┘   └── stage 1 (reduce) ──┘
 //! ```
 
 use std::collections::BTreeSet;
@@ -25,6 +28,7 @@ use crate::expr::Expr;
 use crate::node::{AggFunc, Aggregate, Operator, Plan, SinkSpec, SourceSpec, TableSpec, WindowKind, WindowSpec};
 use crate::schema::Schema;
 use crate::state_spec::{IncrementsSpec, KeyedAggregateSpec, TopKSpec, TopRowsSpec};
+use crate::window_join::WindowJoinSpec;
 
 /// Column a partial window aggregate or partial top-rows adds: the largest event time among
 /// the rows it folded (of the row's group, for top-rows), so the reduce side can advance its
@@ -70,7 +74,7 @@ pub struct StagePlan {
 
 impl StagePlan {
     /// Whether its partitions keep keyed state from batch to batch (a window aggregate,
-    /// increments, a keyed aggregate, a top-k), which checkpoints snapshot. A map stage can
+    /// increments, a keyed aggregate, a top-k, a window join), which checkpoints snapshot. A map stage can
     /// be stateful too (increments before the exchange).
     pub fn is_stateful(&self) -> bool {
         self.ops.iter().any(PhysicalOp::is_stateful)
@@ -160,6 +164,8 @@ pub enum PhysicalOp {
         spec: TopRowsSpec,
         input: AggregateInput,
     },
+    /// Both sides' rows of a window and key held across batches, each pair emitted once.
+    WindowJoin(WindowJoinSpec),
 }
 
 impl PhysicalOp {
@@ -177,6 +183,7 @@ impl PhysicalOp {
             PhysicalOp::TopK(_) => "top_k",
             PhysicalOp::PartialTopRows(_) => "partial_top_rows",
             PhysicalOp::TopRows { .. } => "top_rows",
+            PhysicalOp::WindowJoin(_) => "window_join",
         }
     }
 
@@ -189,6 +196,7 @@ impl PhysicalOp {
                 | PhysicalOp::KeyedAggregate(_)
                 | PhysicalOp::TopK(_)
                 | PhysicalOp::TopRows { .. }
+                | PhysicalOp::WindowJoin(_)
         )
     }
 }
@@ -286,6 +294,7 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
             Operator::Increments(spec) => current.ops.push(PhysicalOp::Increments(spec.clone())),
             Operator::KeyedAggregate(spec) => current.ops.push(PhysicalOp::KeyedAggregate(spec.clone())),
             Operator::TopK(spec) => current.ops.push(PhysicalOp::TopK(spec.clone())),
+            Operator::WindowJoin(spec) => current.ops.push(PhysicalOp::WindowJoin(spec.clone())),
             Operator::Sink { spec } => current.output = StageOutput::Sink(spec.clone()),
         }
     }
@@ -347,6 +356,11 @@ fn required_columns(plan: &Plan, schemas: &[Schema]) -> Vec<BTreeSet<String>> {
                 let mut reads: BTreeSet<String> = spec.group.iter().chain(&spec.keys).cloned().collect();
                 reads.insert(spec.order_by.clone());
                 reads.insert(spec.time_column.clone());
+                reads
+            }
+            Operator::WindowJoin(spec) => {
+                let mut reads: BTreeSet<String> = spec.outputs().map(|column| column.input.clone()).collect();
+                reads.extend([spec.window.time_column.clone(), spec.side_column.clone(), spec.key_column.clone()]);
                 reads
             }
             Operator::Exchange { keys, .. } => {

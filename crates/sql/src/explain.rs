@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use sleet_plan::node::WindowKind;
 use sleet_plan::{
-    plan_stages, AggFunc, Aggregate, JobFile, Operator, PhysicalOp, PlanError, Ranking, Schema, SinkSpec, SourceSpec,
-    StageInput, StageOutput, TableSpec,
+    plan_stages, AggFunc, Aggregate, JobFile, JoinColumn, Operator, PhysicalOp, PlanError, Ranking, Schema, SinkSpec,
+    SourceSpec, StageInput, StageOutput, TableSpec,
 };
 
 use crate::types::sql_name;
@@ -153,6 +153,29 @@ fn describe(operator: &Operator) -> String {
             spec.allowed_lateness_ms,
             spec.window_end_column
         ),
+        Operator::WindowJoin(spec) => {
+            let side = |columns: &[JoinColumn]| match columns {
+                [] => "(nothing)".to_string(),
+                columns => columns
+                    .iter()
+                    .map(|column| format!("{} AS {}", column.input, column.output))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            format!(
+                "{}pairs of one tumbling {} ms window on {} (lateness {} ms) and one {}, the side in {}; \
+                 left: {}; right: {} (max_rows {})",
+                if spec.distinct { "distinct " } else { "" },
+                spec.window.size_ms,
+                spec.window.time_column,
+                spec.window.allowed_lateness_ms,
+                spec.key_column,
+                spec.side_column,
+                side(&spec.left),
+                side(&spec.right),
+                spec.max_rows
+            )
+        }
         Operator::Sink { spec } => sink_name(spec),
     }
 }

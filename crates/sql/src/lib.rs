@@ -27,6 +27,7 @@ mod settings;
 mod spans;
 mod sql_expr;
 mod types;
+mod window_join;
 mod window_top;
 
 use std::collections::BTreeMap;

@@ -15,7 +15,10 @@
 //! A top-N (`ROW_NUMBER()` or `RANK() OVER (PARTITION BY g ORDER BY v DESC) AS rn` in a
 //! subquery, `rn <= N` outside) becomes a `top_k` after the subquery's keyed aggregate, whose
 //! exchange then partitions by `g` alone so each ranking lives in one partition; over a
-//! window table function's rows (no GROUP BY) it is a window top-N (`window_top.rs`).
+//! window table function's rows (no GROUP BY) it is a window top-N (`window_top.rs`). A top-N
+//! over a windowed aggregate ranks each window's groups after a second exchange, on the window.
+//!
+//! A join of two streams (`window_join.rs`) is planned apart, as its plan has its own shape.
 
 use std::collections::BTreeMap;
 
@@ -127,6 +130,11 @@ pub fn plan_query(query: &Query, context: &QueryContext) -> Result<Planned, SqlE
 
 fn plan_select(select: &Select, context: &QueryContext) -> Result<Planned, SqlError> {
     let at = spans::at(select, context.fallback);
+    if let [from] = select.from.as_slice() {
+        if crate::window_join::joins_streams(from, context) {
+            return crate::window_join::plan(select, from, context);
+        }
+    }
     refuse_select_clauses(select, at)?;
     let from = match select.from.as_slice() {
         [one] => one,
@@ -148,7 +156,7 @@ fn plan_select(select: &Select, context: &QueryContext) -> Result<Planned, SqlEr
     planner.plan(from, None)
 }
 
-fn refuse_select_clauses(select: &Select, at: Position) -> Result<(), SqlError> {
+pub(crate) fn refuse_select_clauses(select: &Select, at: Position) -> Result<(), SqlError> {
     let refused = [
         (select.distinct.is_some(), "SELECT DISTINCT; GROUP BY the columns instead"),
         (select.top.is_some(), "TOP"),
@@ -873,7 +881,7 @@ impl<'a> SelectPlanner<'a> {
 }
 
 /// Adds the projection unless it would only repeat the plan's output as it is.
-fn push_projection(planned: &mut Planned, columns: Vec<(PlanExpr, String)>, at: Position) -> Result<(), SqlError> {
+pub fn push_projection(planned: &mut Planned, columns: Vec<(PlanExpr, String)>, at: Position) -> Result<(), SqlError> {
     for (index, (_, name)) in columns.iter().enumerate() {
         if columns[..index].iter().any(|(_, earlier)| earlier == name) {
             return Err(SqlError::invalid(at, format!("the output column `{name}` appears twice; give one an alias")));
@@ -957,7 +965,7 @@ pub(crate) fn plan_relation(relation: &TableFactor, context: &QueryContext) -> R
 }
 
 /// Source and decoder of a declared stream table.
-fn read_table(table: &Table, qualifier: &str, at: Position, context: &QueryContext) -> Result<Planned, SqlError> {
+pub fn read_table(table: &Table, qualifier: &str, at: Position, context: &QueryContext) -> Result<Planned, SqlError> {
     let spec = table.source(at)?;
     let source_partitions = spec.partitions().max(1);
     let schema = Schema::new(
@@ -1312,7 +1320,7 @@ fn expression_may_be_null(expr: &Expr, scope: &Scope) -> bool {
     }
 }
 
-fn join_kind(operator: &JoinOperator) -> &'static str {
+pub(crate) fn join_kind(operator: &JoinOperator) -> &'static str {
     match operator {
         JoinOperator::Left(_) | JoinOperator::LeftOuter(_) => "LEFT JOIN",
         JoinOperator::Right(_) | JoinOperator::RightOuter(_) => "RIGHT JOIN",

@@ -1,5 +1,7 @@
 //! Whether a Nexmark job's sink holds exactly the rows `nexmark_check` computes over the
-//! events the job covered: every row as often as the ground truth has it, no other row. The
+//! events the job covered: every row as often as the ground truth has it, no other row. q3's
+//! and q8's window joins emit a pair when its later row arrives, so the windows a run cuts
+//! hold the pairs of the events it read, as the ground truth over those events does. The
 //! bench (`sleet-bench nexmark`) and the integration tests judge runs of the SQL scripts
 //! under `benchmarks/nexmark/` with it.
 //!
@@ -21,7 +23,7 @@ use sleet_durable::committed::{visit_json_lines, CommittedLine};
 use sleet_durable::DurableError;
 use sleet_plan::NexmarkSourceSpec;
 
-use crate::nexmark_check::{self, BidRow, Q2Row};
+use crate::nexmark_check::{self, BidRow, Q2Row, Q3Row, Q8Row};
 
 /// A query whose sink can be judged, by its script's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -29,16 +31,20 @@ pub enum Query {
     Q0,
     Q1,
     Q2,
+    Q3,
+    Q8,
 }
 
 impl Query {
-    pub const ALL: [Query; 3] = [Query::Q0, Query::Q1, Query::Q2];
+    pub const ALL: [Query; 5] = [Query::Q0, Query::Q1, Query::Q2, Query::Q3, Query::Q8];
 
     pub fn name(self) -> &'static str {
         match self {
             Query::Q0 => "q0",
             Query::Q1 => "q1",
             Query::Q2 => "q2",
+            Query::Q3 => "q3",
+            Query::Q8 => "q8",
         }
     }
 }
@@ -78,6 +84,8 @@ pub fn check_sink(
             compare(expected, read_rows(results_dir, q1_row).with_context(read)?)
         }
         Query::Q2 => compare(nexmark_check::q2(&events), read_rows(results_dir, q2_row).with_context(read)?),
+        Query::Q3 => compare(nexmark_check::q3(&events), read_rows(results_dir, q3_row).with_context(read)?),
+        Query::Q8 => compare(nexmark_check::q8(&events), read_rows(results_dir, q8_row).with_context(read)?),
     })
 }
 
@@ -205,6 +213,36 @@ fn q2_row(text: &[u8]) -> Result<Q2Row, String> {
     }
     let line: Line = serde_json::from_slice(text).map_err(|error| format!("not a q2 row: {error}"))?;
     Ok(Q2Row { auction: line.auction, price: line.price })
+}
+
+fn q3_row(text: &[u8]) -> Result<Q3Row, String> {
+    #[derive(Deserialize)]
+    struct Line {
+        name: String,
+        city: String,
+        state: String,
+        auction_id: i64,
+        window_start: i64,
+    }
+    let line: Line = serde_json::from_slice(text).map_err(|error| format!("not a q3 row: {error}"))?;
+    Ok(Q3Row {
+        name: line.name,
+        city: line.city,
+        state: line.state,
+        auction_id: line.auction_id,
+        window_start_ms: line.window_start,
+    })
+}
+
+fn q8_row(text: &[u8]) -> Result<Q8Row, String> {
+    #[derive(Deserialize)]
+    struct Line {
+        id: i64,
+        name: String,
+        window_start: i64,
+    }
+    let line: Line = serde_json::from_slice(text).map_err(|error| format!("not a q8 row: {error}"))?;
+    Ok(Q8Row { person_id: line.id, name: line.name, window_start_ms: line.window_start })
 }
 
 /// The two multisets of rows compared by a merge of their sorted orders.

@@ -30,7 +30,9 @@ pub enum QueryChoice {
     Q0,
     Q1,
     Q2,
-    /// q0, q1 and q2, one after another.
+    Q3,
+    Q8,
+    /// q0, q1, q2, q3 and q8, one after another.
     All,
 }
 
@@ -40,7 +42,9 @@ impl QueryChoice {
             QueryChoice::Q0 => vec![Query::Q0],
             QueryChoice::Q1 => vec![Query::Q1],
             QueryChoice::Q2 => vec![Query::Q2],
-            QueryChoice::All => vec![Query::Q0, Query::Q1, Query::Q2],
+            QueryChoice::Q3 => vec![Query::Q3],
+            QueryChoice::Q8 => vec![Query::Q8],
+            QueryChoice::All => Query::ALL.to_vec(),
         }
     }
 }

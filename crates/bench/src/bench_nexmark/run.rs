@@ -45,7 +45,7 @@ impl RunConfig {
         json!({
             "query": self.query.name(),
             "script": self.script.display().to_string(),
-            "source": "nexmark generator (built in), bids",
+            "source": "nexmark generator (built in), the tables the script reads",
             "rate": self.rate,
             "partitions": self.partitions,
             "workers": self.workers,

@@ -1,7 +1,8 @@
-//! The Nexmark queries' SQL scripts (`benchmarks/nexmark/q0.sql`–`q2.sql`) through `sleet
-//! submit` on a driver and two workers, their blackhole table replaced by a files table:
+//! The Nexmark queries' SQL scripts (`benchmarks/nexmark/q0.sql`–`q3.sql`, `q8.sql`) through
+//! `sleet submit` on a driver and two workers, their blackhole table replaced by a files table:
 //! every run's sink equals `nexmark_check`'s rows over the events of the batches it ran, at
-//! 10 ms and at 100 ms batches (`nexmark_exact`, q1's float64 prices bit for bit).
+//! 10 ms and at 100 ms batches (`nexmark_exact`, q1's float64 prices bit for bit; q3's and
+//! q8's window joins with their state carried from batch to batch across an exchange).
 
 use crate::common;
 use crate::gateway_job::run_file;
@@ -75,4 +76,14 @@ fn q1_converts_every_price_to_the_same_float64_as_the_ground_truth() {
 #[test]
 fn q2_selects_exactly_the_bids_on_every_123rd_auction() {
     assert_exact_at_10_and_100_ms(Query::Q2);
+}
+
+#[test]
+fn q3_pairs_each_local_seller_with_their_category_10_auctions_of_the_window() {
+    assert_exact_at_10_and_100_ms(Query::Q3);
+}
+
+#[test]
+fn q8_names_each_person_who_sells_in_the_window_they_joined_once() {
+    assert_exact_at_10_and_100_ms(Query::Q8);
 }

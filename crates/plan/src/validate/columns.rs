@@ -1,4 +1,5 @@
-//! Error helpers every node checker shares: a bad option, a column lookup, an expression's type.
+//! Error helpers every node checker shares: a bad option, a column lookup and its type, an
+//! expression's type.
 
 use crate::error::{NodeRef, PlanError};
 use crate::expr::{Expr, ExprTypeError};
@@ -18,6 +19,26 @@ pub(super) fn column_type(at: &NodeRef, schema: &Schema, column: &str) -> Result
         column: column.to_string(),
         available: schema.names().join(", "),
     })
+}
+
+/// The column must have the type `wanted`; `expected` says it to the user.
+pub(super) fn column_of_type(
+    at: &NodeRef,
+    schema: &Schema,
+    column: &str,
+    wanted: DataType,
+    expected: &str,
+) -> Result<(), PlanError> {
+    let found = column_type(at, schema, column)?;
+    if found != wanted {
+        return Err(PlanError::TypeMismatch {
+            node: at.clone(),
+            field: column.to_string(),
+            expected: expected.into(),
+            found,
+        });
+    }
+    Ok(())
 }
 
 pub(super) fn expr_type(at: &NodeRef, expr: &Expr, schema: &Schema) -> Result<DataType, PlanError> {

@@ -6,12 +6,7 @@ use super::columns::{column_type, option};
 use crate::error::{NodeRef, PlanError};
 use crate::schema::Schema;
 
-pub(super) fn check(
-    at: &NodeRef,
-    input: &Schema,
-    keys: &[String],
-    partitions: u32,
-) -> Result<Schema, PlanError> {
+pub(super) fn check(at: &NodeRef, input: &Schema, keys: &[String], partitions: u32) -> Result<Schema, PlanError> {
     if keys.is_empty() {
         return Err(option(at, "keys", "needs at least one key"));
     }

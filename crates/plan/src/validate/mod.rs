@@ -10,6 +10,7 @@ mod row_ops;
 mod source;
 mod state;
 mod window;
+mod window_join;
 
 use crate::error::{NodeRef, PlanError};
 use crate::node::{Operator, Plan};
@@ -57,6 +58,7 @@ pub fn validate(plan: &Plan) -> Result<Vec<Schema>, PlanError> {
             }
             (Operator::TopK(spec), Some(input)) => state::check_top_k(&at, input, spec, exchange_keys)?,
             (Operator::TopRows(spec), Some(input)) => state::check_top_rows(&at, input, spec, exchange_keys)?,
+            (Operator::WindowJoin(spec), Some(input)) => window_join::check(&at, input, spec, exchange_keys)?,
             (Operator::Sink { .. }, Some(input)) => input.clone(),
         };
         schemas.push(output);

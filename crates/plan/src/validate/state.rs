@@ -2,7 +2,7 @@
 //! `top_k`, `top_rows`): each key's rows must reach one partition, keys are plain columns,
 //! times int64, values numeric, and every limit positive.
 
-use super::columns::{column_type, option, structure};
+use super::columns::{column_of_type, column_type, option, structure};
 use super::window::aggregate_type;
 use crate::error::{NodeRef, PlanError};
 use crate::node::AggFunc;
@@ -161,7 +161,7 @@ pub(super) fn check_top_rows(
     Ok(Schema::new(fields))
 }
 
-fn needs_exchange<'a>(at: &NodeRef, exchange_keys: Option<&'a [String]>) -> Result<&'a [String], PlanError> {
+pub(super) fn needs_exchange<'a>(at: &NodeRef, exchange_keys: Option<&'a [String]>) -> Result<&'a [String], PlanError> {
     exchange_keys.ok_or_else(|| {
         structure(at, format!("a {} needs an exchange before it, so each key's state lives in one partition", at.kind))
     })
@@ -186,7 +186,7 @@ fn check_partitioned_by(
 
 /// The key columns' fields, in order. Binary values cannot be keys (`KeyColumns` encodes plan
 /// types only).
-fn check_keys(
+pub(super) fn check_keys(
     at: &NodeRef,
     input: &Schema,
     field: &str,
@@ -213,17 +213,8 @@ fn check_keys(
     Ok(fields)
 }
 
-fn check_time(at: &NodeRef, input: &Schema, column: &str) -> Result<(), PlanError> {
-    let found = column_type(at, input, column)?;
-    if found != DataType::Int64 {
-        return Err(PlanError::TypeMismatch {
-            node: at.clone(),
-            field: column.to_string(),
-            expected: "int64 (ms since epoch)".into(),
-            found,
-        });
-    }
-    Ok(())
+pub(super) fn check_time(at: &NodeRef, input: &Schema, column: &str) -> Result<(), PlanError> {
+    column_of_type(at, input, column, DataType::Int64, "int64 (ms since epoch)")
 }
 
 fn numeric(at: &NodeRef, input: &Schema, column: &str) -> Result<DataType, PlanError> {

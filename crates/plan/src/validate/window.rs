@@ -27,15 +27,7 @@ pub(super) fn check(
     follows_exchange: bool,
 ) -> Result<Schema, PlanError> {
     check_partitioning(at, keys, exchange_keys, follows_exchange)?;
-    let time_type = column_type(at, input, &window.time_column)?;
-    if time_type != DataType::Int64 {
-        return Err(PlanError::TypeMismatch {
-            node: at.clone(),
-            field: window.time_column.clone(),
-            expected: "int64 (ms since epoch)".into(),
-            found: time_type,
-        });
-    }
+    super::state::check_time(at, input, &window.time_column)?;
     check_window(at, window)?;
     if aggregates.is_empty() {
         return Err(option(at, "aggregates", "needs at least one aggregate"));
@@ -58,7 +50,7 @@ pub(super) fn check(
 }
 
 /// The window's fields describe one kind, with lengths that make sense for it.
-fn check_window(at: &NodeRef, window: &WindowSpec) -> Result<(), PlanError> {
+pub(super) fn check_window(at: &NodeRef, window: &WindowSpec) -> Result<(), PlanError> {
     if window.allowed_lateness_ms < 0 {
         return Err(option(at, "window.allowed_lateness_ms", "must not be negative"));
     }
