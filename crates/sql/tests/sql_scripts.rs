@@ -375,6 +375,63 @@ fn nexmark_q7_ranks_each_windows_rows_map_side_then_per_window() {
 }
 
 #[test]
+fn nexmark_q5_counts_per_auction_then_ranks_each_window_after_a_second_exchange() {
+    let compiled = compile_text(&repository_file("benchmarks/nexmark/q5.sql").unwrap()).unwrap();
+    let job = compiled.job();
+    let kinds: Vec<&str> = job.plan.nodes.iter().map(|node| node.operator.kind()).collect();
+    assert_eq!(kinds[..6], ["source", "decode_json", "exchange", "window_aggregate", "exchange", "top_k"]);
+    let exchange_keys: Vec<&Vec<String>> = job
+        .plan
+        .nodes
+        .iter()
+        .filter_map(|node| match &node.operator {
+            Operator::Exchange { keys, .. } => Some(keys),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(exchange_keys, [&vec!["auction".to_string()], &vec!["window_start".into(), "window_end".into()]]);
+    let spec = job.plan.nodes.iter().find_map(|node| match &node.operator {
+        Operator::TopK(spec) => Some(spec.clone()),
+        _ => None,
+    });
+    let spec = spec.expect("a top_k node");
+    assert_eq!(
+        (spec.group.as_slice(), spec.keys.as_slice()),
+        (&["window_start".into(), "window_end".into()][..], &["auction".into()][..])
+    );
+    assert_eq!((spec.order_by.as_str(), spec.k, spec.ranking), ("num", 1, sleet_plan::Ranking::Rank));
+    assert_eq!(
+        (spec.time_column.as_str(), spec.ttl_ms),
+        ("window_start", 2 * 10_000 + 4_000),
+        "two windows and the lateness"
+    );
+    let physical = sleet_plan::plan_stages(&job.plan, true).unwrap();
+    assert_eq!(physical.stages.len(), 3, "map, counts, rankings");
+    let schemas = sleet_plan::validate::validate(&job.plan).unwrap();
+    assert_eq!(schemas.last().unwrap().names(), ["window_start", "auction", "num", "rank"]);
+}
+
+#[test]
+fn a_top_n_over_windows_must_rank_within_each_window_and_not_over_sessions() {
+    let ranked = |partition: &str, window: &str| {
+        format!(
+            "{EVENTS}SELECT * FROM (SELECT ad_id, COUNT(*) AS n, window_start, window_end, RANK() OVER (PARTITION BY \
+             {partition} ORDER BY COUNT(*) DESC) AS r FROM TABLE({window}) GROUP BY ad_id, window_start, window_end) \
+             WHERE r <= 3"
+        )
+    };
+    let tumble = "TUMBLE(TABLE events, DESCRIPTOR(event_time), INTERVAL '10' SECOND)";
+    let by_ad = compile_text(&ranked("ad_id", tumble)).expect_err("ranks across windows");
+    assert!(by_ad.to_string().contains("PARTITION BY window_start"), "{by_ad}");
+    let session = "SESSION(TABLE events, DESCRIPTOR(event_time), INTERVAL '10' SECOND)";
+    let sessions = compile_text(&ranked("window_start, window_end", session)).expect_err("sessions");
+    assert!(sessions.to_string().contains("SESSION windows"), "{sessions}");
+    let tumbling = compile_text(&ranked("window_start, window_end", tumble)).expect("a tumbling window's ranking");
+    let exchanges = tumbling.job().plan.nodes.iter().filter(|node| matches!(node.operator, Operator::Exchange { .. }));
+    assert_eq!(exchanges.count(), 2);
+}
+
+#[test]
 fn rank_over_an_aggregate_keeps_ties_and_row_number_over_window_rows_breaks_them() {
     let ttl = "SET 'state.ttl' = '1 h';\n";
     let keyed = compile_text(&format!(

@@ -65,6 +65,7 @@ fn ysb_ranked_per_window(partitions: u32) -> Plan {
         keys: vec!["campaign_id".into()],
         order_by: "count".into(),
         k: 3,
+        ranking: Ranking::RowNumber,
         time_column: "window_start".into(),
         ttl_ms: 60_000,
         max_keys: 1_000,
