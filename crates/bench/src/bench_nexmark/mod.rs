@@ -30,7 +30,8 @@ pub enum QueryChoice {
     Q0,
     Q1,
     Q2,
-    /// q0, q1 and q2, one after another.
+    Q7,
+    /// q0, q1, q2 and q7, one after another.
     All,
 }
 
@@ -40,7 +41,8 @@ impl QueryChoice {
             QueryChoice::Q0 => vec![Query::Q0],
             QueryChoice::Q1 => vec![Query::Q1],
             QueryChoice::Q2 => vec![Query::Q2],
-            QueryChoice::All => vec![Query::Q0, Query::Q1, Query::Q2],
+            QueryChoice::Q7 => vec![Query::Q7],
+            QueryChoice::All => Query::ALL.to_vec(),
         }
     }
 }
