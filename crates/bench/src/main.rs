@@ -5,7 +5,7 @@
 //!  main.rs ──▶ bench_ysb ──▶ ysb_run (one run: BenchYsbArgs, Probe, RunOutcome)
 //!          │       └──────▶ max_rate (probes) ─▶ ysb_run
 //!          ├─▶ bench_sched (sched, shuffle)
-//!          ├─▶ bench_nexmark (q0–q2 as SQL scripts, checked against nexmark_check)
+//!          ├─▶ bench_nexmark (q0–q2 and q7 as SQL scripts, checked against nexmark_check)
 //!          ├─▶ bench_recovery, bench_chaos (a worker or the driver lost mid-run)
 //!          └─▶ bench_bottleneck, bench_whatif ──▶ ysb_case (a run by its flags) ──▶ ysb_run
 //!  ysb_run ──▶ sleet_cli::{cluster, client} (processes, jobs), sleet_workloads (the job, its
@@ -91,8 +91,8 @@ enum BenchWorkload {
     /// The home-gateway pipeline (generator → Kafka → keyed state and a daily top 10): one
     /// run or one of the field study's sweeps, checked against the generator's ground truth.
     Gateway(bench_gateway::BenchGatewayArgs),
-    /// Nexmark q0–q2 as SQL scripts on the built-in Nexmark generator: throughput, CPU per
-    /// event and latency at one rate or the largest sustained, each run checked exactly
+    /// Nexmark q0–q2 and q7 as SQL scripts on the built-in Nexmark generator: throughput, CPU
+    /// per event and latency at one rate or the largest sustained, each run checked exactly
     /// against the ground truth.
     Nexmark(bench_nexmark::BenchNexmarkArgs),
 }

@@ -390,10 +390,14 @@ impl PartialTopRowsExec {
         let group_columns = KeyColumns::new(&ranked.group);
         let (ranking, k) = (self.spec.ranking, self.spec.k as usize);
         let mut counts = StateCounts::default();
-        // Groups in the order first seen, so the output is a function of the input alone.
-        let mut order: Vec<Box<[u8]>> = Vec::new();
-        let mut groups: FxHashMap<Box<[u8]>, (TopList, i64)> = FxHashMap::default();
-        let mut key = Vec::with_capacity(32);
+        // Groups in the order first seen, so the output is a function of the input alone;
+        // each with its top and its latest event time.
+        let mut groups: Vec<(TopList, i64)> = Vec::new();
+        let mut index: FxHashMap<Box<[u8]>, usize> = FxHashMap::default();
+        // A batch's rows mostly come window after window, so the row before's group is
+        // checked first, which spares the hash lookup.
+        let (mut key, mut previous) = (Vec::with_capacity(32), Vec::with_capacity(32));
+        let mut current: Option<usize> = None;
         for row in 0..block.num_rows() {
             if !ranked.is_valid(row) {
                 counts.invalid_rows_dropped += 1;
@@ -402,22 +406,27 @@ impl PartialTopRowsExec {
             key.clear();
             group_columns.encode(row, &mut key);
             let time = ranked.times.value(row);
-            let (top, latest) = match groups.get_mut(key.as_slice()) {
-                Some(group) => group,
-                None => {
-                    order.push(key.as_slice().into());
-                    groups.entry(key.as_slice().into()).or_insert((TopList::default(), time))
+            let at = match current {
+                Some(at) if key == previous => at,
+                _ => {
+                    let at = *index.entry(key.as_slice().into()).or_insert_with(|| {
+                        groups.push((TopList::default(), time));
+                        groups.len() - 1
+                    });
+                    std::mem::swap(&mut key, &mut previous);
+                    current = Some(at);
+                    at
                 }
             };
+            let (top, latest) = &mut groups[at];
             *latest = (*latest).max(time);
             top.offer(ranking, k, read_cell(ranked.values.as_ref(), row), || read_row(&ranked.carried, row));
         }
-        let kept: usize = groups.values().map(|(top, _)| top.rows.len()).sum();
+        let kept: usize = groups.iter().map(|(top, _)| top.rows.len()).sum();
         let mut builders: Vec<ColumnBuilder> =
             schema.fields().iter().map(|field| ColumnBuilder::new(field.data_type(), kept)).collect();
         let time_index = builders.len() - 1;
-        for key in &order {
-            let (top, latest) = &groups[key];
+        for (top, latest) in &groups {
             for row in &top.rows {
                 for (index, cell) in row.cells.iter().enumerate() {
                     builders[index].append(cell);

@@ -31,8 +31,10 @@ pub enum QueryChoice {
     Q1,
     Q2,
     Q3,
+    Q5,
+    Q7,
     Q8,
-    /// q0, q1, q2, q3 and q8, one after another.
+    /// q0, q1, q2, q3, q5, q7 and q8, one after another.
     All,
 }
 
@@ -43,6 +45,8 @@ impl QueryChoice {
             QueryChoice::Q1 => vec![Query::Q1],
             QueryChoice::Q2 => vec![Query::Q2],
             QueryChoice::Q3 => vec![Query::Q3],
+            QueryChoice::Q5 => vec![Query::Q5],
+            QueryChoice::Q7 => vec![Query::Q7],
             QueryChoice::Q8 => vec![Query::Q8],
             QueryChoice::All => Query::ALL.to_vec(),
         }

@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn the_run_sets_the_generator_the_schedule_and_the_sink() {
-        for name in ["q0.sql", "q1.sql", "q2.sql", "q3.sql", "q8.sql"] {
+        for name in ["q0.sql", "q1.sql", "q2.sql", "q3.sql", "q5.sql", "q7.sql", "q8.sql"] {
             let (path, text) = script(name);
             let (job, spec) = job_of_script(&path, &text, &overrides(Some("/tmp/results"))).expect(name);
             assert_eq!((spec.rate_per_s, spec.partitions, spec.start_ms), (12_345, 3, 1_767_225_600_000), "{name}");

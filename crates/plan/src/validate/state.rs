@@ -48,9 +48,7 @@ pub(super) fn check_increments(
             fields[index].data_type = DataType::Float64;
         }
     }
-    if spec.allowed_lateness_ms < 0 {
-        return Err(option(at, "allowed_lateness_ms", "must not be negative"));
-    }
+    check_lateness(at, spec.allowed_lateness_ms)?;
     check_ttl(at, spec.ttl_ms)?;
     if spec.ttl_ms < spec.allowed_lateness_ms {
         return Err(option(at, "ttl_ms", "must be at least allowed_lateness_ms, or late readings find no history"));
@@ -103,9 +101,7 @@ pub(super) fn check_top_k(
     fields.push(Field::new(spec.order_by.clone(), value_type));
     check_distinct(at, "keys", &fields)?;
     check_time(at, input, &spec.time_column)?;
-    if spec.k == 0 || spec.k > TOP_K_MAX {
-        return Err(option(at, "k", &format!("must be 1 to {TOP_K_MAX}")));
-    }
+    check_k(at, spec.k)?;
     check_ttl(at, spec.ttl_ms)?;
     check_max_keys(at, spec.max_keys)?;
     Ok(Schema::new(fields))
@@ -147,12 +143,8 @@ pub(super) fn check_top_rows(
             ));
         }
     }
-    if spec.k == 0 || spec.k > TOP_K_MAX {
-        return Err(option(at, "k", &format!("must be 1 to {TOP_K_MAX}")));
-    }
-    if spec.allowed_lateness_ms < 0 {
-        return Err(option(at, "allowed_lateness_ms", "must not be negative"));
-    }
+    check_k(at, spec.k)?;
+    check_lateness(at, spec.allowed_lateness_ms)?;
     if spec.max_groups == 0 {
         return Err(option(at, "max_groups", "must be at least 1"));
     }
@@ -235,6 +227,20 @@ fn check_distinct(at: &NodeRef, field: &str, fields: &[Field]) -> Result<(), Pla
         if fields[..index].iter().any(|earlier| earlier.name == column.name) {
             return Err(option(at, field, &format!("output column `{}` appears twice", column.name)));
         }
+    }
+    Ok(())
+}
+
+fn check_k(at: &NodeRef, k: u32) -> Result<(), PlanError> {
+    if k == 0 || k > TOP_K_MAX {
+        return Err(option(at, "k", &format!("must be 1 to {TOP_K_MAX}")));
+    }
+    Ok(())
+}
+
+fn check_lateness(at: &NodeRef, allowed_lateness_ms: i64) -> Result<(), PlanError> {
+    if allowed_lateness_ms < 0 {
+        return Err(option(at, "allowed_lateness_ms", "must not be negative"));
     }
     Ok(())
 }
