@@ -420,4 +420,15 @@ mod tests {
         let error = q1_row(br#"{"auction":1,"bidder":2,"price":"a","date_time":3,"extra":"x"}"#).expect_err("a string");
         assert!(error.contains("price"), "{error}");
     }
+
+    #[test]
+    fn q3_and_q8_rows_read_the_sink_tables_columns() {
+        let q3 = q3_row(br#"{"name":"p","city":"bend","state":"or","auction_id":7,"window_start":10000,"batch":3}"#);
+        let expected =
+            Q3Row { name: "p".into(), city: "bend".into(), state: "or".into(), auction_id: 7, window_start_ms: 10_000 };
+        assert_eq!(q3.expect("a q3 row"), expected);
+        let q8 = q8_row(br#"{"id":4,"name":"p","window_start":20000}"#).expect("a q8 row");
+        assert_eq!(q8, Q8Row { person_id: 4, name: "p".into(), window_start_ms: 20_000 });
+        assert!(q8_row(br#"{"id":4,"window_start":20000}"#).expect_err("no name").contains("q8"));
+    }
 }
