@@ -49,25 +49,46 @@ fn script_for_test(
 fn assert_exact_at_10_and_100_ms(query: Query) {
     for batch_interval_ms in [10, 100] {
         let dir = test_dir(&format!("nexmark_sql_{}_{batch_interval_ms}ms", query.name()));
-        let results = dir.join("results");
-        // On a whole 100 ms, so on a whole batch at either interval.
-        let start_ms = crate::gateway_job::start_ms();
-        let path: PathBuf = dir.join(format!("{}.sql", query.name()));
-        std::fs::write(&path, script_for_test(query, start_ms, (batch_interval_ms, DURATION_MS), &results))
-            .expect("script");
-        let summary = run_file(&dir, &path, 2, None);
-        let batches = DURATION_MS / batch_interval_ms;
-        assert!(summary.contains(&format!("finished: {batches} batches")), "{summary}");
-        let spec = NexmarkSourceSpec { rate_per_s: RATE, partitions: PARTITIONS, ..NexmarkSourceSpec::new(start_ms) };
-        let verdict = check_sink(query, &spec, start_ms, start_ms + DURATION_MS, &results).expect("the sink's rows");
-        assert!(verdict.rows_expected > 0, "{}: the run covers some rows: {verdict:?}", query.name());
-        assert!(
-            verdict.exact,
-            "{} at {batch_interval_ms} ms batches differs from the ground truth: {verdict:#?}",
-            query.name()
-        );
+        run_and_check(&dir, query, (batch_interval_ms, DURATION_MS), None);
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+/// Runs `query`'s script in `dir` on a driver and `workers` workers — the last killed at
+/// `kill_after_ms` after batch 0 if given — and checks its sink against the ground truth; the
+/// job's summary.
+fn run_and_check(
+    dir: &Path,
+    query: Query,
+    (batch_interval_ms, duration_ms): (i64, i64),
+    kill_after_ms: Option<i64>,
+) -> String {
+    let results = dir.join("results");
+    // On a whole 100 ms, so on a whole batch at either interval.
+    let start_ms = crate::gateway_job::start_ms();
+    let mut script = script_for_test(query, start_ms, (batch_interval_ms, duration_ms), &results);
+    let workers = match kill_after_ms {
+        // Checkpoints often enough that the recovery resumes within the run.
+        Some(_) => {
+            script.insert_str(0, "SET 'checkpoint.interval' = '500ms';\n");
+            3
+        }
+        None => 2,
+    };
+    let path: PathBuf = dir.join(format!("{}.sql", query.name()));
+    std::fs::write(&path, script).expect("script");
+    let summary = run_file(dir, &path, workers, kill_after_ms.map(|after_ms| start_ms + after_ms));
+    let batches = duration_ms / batch_interval_ms;
+    assert!(summary.contains(&format!("finished: {batches} batches")), "{summary}");
+    let spec = NexmarkSourceSpec { rate_per_s: RATE, partitions: PARTITIONS, ..NexmarkSourceSpec::new(start_ms) };
+    let verdict = check_sink(query, &spec, start_ms, start_ms + duration_ms, &results).expect("the sink's rows");
+    assert!(verdict.rows_expected > 0, "{}: the run covers some rows: {verdict:?}", query.name());
+    assert!(
+        verdict.exact,
+        "{} at {batch_interval_ms} ms batches differs from the ground truth: {verdict:#?}",
+        query.name()
+    );
+    summary
 }
 
 #[test]
@@ -106,18 +127,8 @@ fn q5_leaves_exactly_each_sliding_windows_busiest_auctions_as_its_last_ranking()
 #[test]
 fn q5s_three_stages_recover_from_a_killed_worker_exactly() {
     let dir = test_dir("nexmark_sql_q5_killed_worker");
-    let results = dir.join("results");
-    let start_ms = crate::gateway_job::start_ms();
-    let duration_ms = 6_000;
-    let script = script_for_test(Query::Q5, start_ms, (100, duration_ms), &results);
-    let path = dir.join("q5.sql");
-    std::fs::write(&path, format!("SET 'checkpoint.interval' = '500ms';\n{script}")).expect("script");
-    let summary = run_file(&dir, &path, 3, Some(start_ms + 3_000));
+    let summary = run_and_check(&dir, Query::Q5, (100, 6_000), Some(3_000));
     assert!(summary.contains("recovered from losing worker"), "the run lost a worker and went on: {summary}");
-    assert!(summary.contains(&format!("finished: {} batches", duration_ms / 100)), "{summary}");
-    let spec = NexmarkSourceSpec { rate_per_s: RATE, partitions: PARTITIONS, ..NexmarkSourceSpec::new(start_ms) };
-    let verdict = check_sink(Query::Q5, &spec, start_ms, start_ms + duration_ms, &results).expect("the sink's rows");
-    assert!(verdict.rows_expected > 0 && verdict.exact, "q5 after a recovery: {verdict:#?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
