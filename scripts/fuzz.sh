@@ -123,8 +123,8 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$artifacts"
     seeds=()
     [ -d "fuzz/seeds/$target" ] && seeds=("fuzz/seeds/$target")
-    # The example scripts are the SQL target's seeds: kept once, where users read them.
-    [ "$target" = sql_script ] && seeds+=("examples")
+    # The example and Nexmark scripts are the SQL target's seeds: kept once, where users read them.
+    [ "$target" = sql_script ] && seeds+=("examples" "benchmarks/nexmark")
     echo "== $target (${budget[*]})"
     target_started=$(date +%s)
     status=0
