@@ -105,8 +105,12 @@ impl Writer {
                     let latency = answered.duration_since(submission.received);
                     self.stats.accepted(submission.values.len(), submission.values.data.len(), latency);
                 }
+                // The records are out of flight before their client hears so: a client that
+                // sends again the moment it is answered finds their share free.
+                let Submission { admission, reply, .. } = submission;
+                drop(admission);
                 // A request that gave up meanwhile counts itself as refused.
-                let _ = submission.reply.send(outcome.clone());
+                let _ = reply.send(outcome.clone());
             }
         }
     }
