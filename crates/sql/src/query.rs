@@ -893,7 +893,29 @@ pub fn push_projection(planned: &mut Planned, columns: Vec<(PlanExpr, String)>, 
             *name == field.name && matches!(expr, PlanExpr::Column(column) if *column == field.name)
         });
     if !identity {
-        planned.push(Operator::Project { columns });
+        match planned.nodes.last_mut().map(|node| &mut node.operator) {
+            // A selection or renaming of the projection before it is that projection's own
+            // expressions picked and renamed: one pass over the rows instead of two.
+            Some(Operator::Project { columns: before })
+                if columns.iter().all(|(expr, _)| matches!(expr, PlanExpr::Column(_))) =>
+            {
+                let picked = columns
+                    .into_iter()
+                    .map(|(expr, name)| {
+                        let PlanExpr::Column(column) = expr else {
+                            unreachable!("checked: every expression is a column")
+                        };
+                        let (source, _) = before
+                            .iter()
+                            .find(|(_, earlier)| *earlier == column)
+                            .expect("validated: the column is an output of the projection before");
+                        (source.clone(), name)
+                    })
+                    .collect();
+                *before = picked;
+            }
+            _ => planned.push(Operator::Project { columns }),
+        }
     }
     let schema = planned.output_schema(at)?;
     planned.scope = Scope::of_fields(&schema.fields);

@@ -348,7 +348,7 @@ fn nexmark_q7_ranks_each_windows_rows_map_side_then_per_window() {
     let compiled = compile_text(&repository_file("benchmarks/nexmark/q7.sql").unwrap()).unwrap();
     let job = compiled.job();
     let kinds: Vec<&str> = job.plan.nodes.iter().map(|node| node.operator.kind()).collect();
-    assert_eq!(kinds, ["source", "decode_json", "project", "exchange", "top_rows", "project", "project", "sink"]);
+    assert_eq!(kinds, ["source", "decode_json", "project", "exchange", "top_rows", "project", "sink"]);
     let spec = job.plan.nodes.iter().find_map(|node| match &node.operator {
         Operator::TopRows(spec) => Some(spec.clone()),
         _ => None,
@@ -453,7 +453,7 @@ fn rank_over_an_aggregate_keeps_ties_and_row_number_over_window_rows_breaks_them
     let kinds: Vec<&str> = rows.job().plan.nodes.iter().map(|node| node.operator.kind()).collect();
     assert_eq!(
         kinds,
-        ["source", "decode_json", "filter", "project", "exchange", "top_rows", "project", "project", "sink"]
+        ["source", "decode_json", "filter", "project", "exchange", "top_rows", "project", "sink"]
     );
     let spec = rows.job().plan.nodes.iter().find_map(|node| match &node.operator {
         Operator::TopRows(spec) => Some(spec.clone()),
