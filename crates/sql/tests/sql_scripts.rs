@@ -451,10 +451,7 @@ fn rank_over_an_aggregate_keeps_ties_and_row_number_over_window_rows_breaks_them
     ))
     .unwrap();
     let kinds: Vec<&str> = rows.job().plan.nodes.iter().map(|node| node.operator.kind()).collect();
-    assert_eq!(
-        kinds,
-        ["source", "decode_json", "filter", "project", "exchange", "top_rows", "project", "sink"]
-    );
+    assert_eq!(kinds, ["source", "decode_json", "filter", "project", "exchange", "top_rows", "project", "sink"]);
     let spec = rows.job().plan.nodes.iter().find_map(|node| match &node.operator {
         Operator::TopRows(spec) => Some(spec.clone()),
         _ => None,
