@@ -16,10 +16,10 @@ pub async fn run_job_with_status(driver_address: &str, job: JobFile) -> Result<J
     let mut notices = crate::state_report::StateFullNotices::default();
     let on_progress = |progress: &JobProgress| {
         if progress.batches_done > 0 {
-            eprintln!("{}", status_line(started.elapsed(), progress));
+            crate::entry::say(&status_line(started.elapsed(), progress));
         }
         for notice in notices.new_notices(progress) {
-            eprintln!("  {notice}");
+            crate::entry::say(&format!("  {notice}"));
         }
     };
     run_job(driver_address, job, on_progress, crate::interrupt::wait()).await
@@ -124,10 +124,10 @@ async fn follow(
                 let Some(job) = job_id else {
                     bail!("lost the driver at {driver_address} before it accepted the job: {reason}")
                 };
-                eprintln!(
+                crate::entry::say(&format!(
                     "sleet: lost the driver at {driver_address} ({reason}); trying for up to {} s to follow job {job} on a restarted driver",
                     DRIVER_RECONNECT.as_secs()
-                );
+                ));
                 connection = reattach(driver_address, job).await?;
                 if stop_sent {
                     connection.send(&ClientRequest::Stop { job }).await.context("asking the driver to stop")?;

@@ -54,7 +54,7 @@ where
     let runtime = match builder.enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("{program}: cannot start the async runtime: {error}");
+            say(&format!("{program}: cannot start the async runtime: {error}"));
             return ExitCode::FAILURE;
         }
     };
@@ -74,15 +74,23 @@ where
     drop(runtime);
     match outcome {
         _ if interrupt::fired() => {
-            eprintln!("{program}: interrupted");
+            say(&format!("{program}: interrupted"));
             ExitCode::from(interrupt::EXIT_CODE)
         }
         Ok(code) => code,
         Err(error) => {
-            eprintln!("{program}: error: {error:#}");
+            say(&format!("{program}: error: {error:#}"));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Writes a line to stderr, or nothing if no one reads it any more (`sleet submit … 2>&1 |
+/// head`): `eprintln!` would panic there and turn a clean stop or a finished job into exit
+/// code 101.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 /// Parses the command line, keeping clap's usage errors an ordinary failure: exit code 2 is

@@ -348,16 +348,16 @@ fn arm_failpoints() -> Result<()> {
 }
 
 fn print_progress(progress: &sleet_wire::JobProgress, notices: &mut StateFullNotices) {
-    eprintln!(
+    sleet_cli::entry::say(&format!(
         "batches {} | {:.0} events/s | dead letters {} | lag {} ms{}",
         progress.batches_done,
         progress.events_per_s,
         progress.dead_letters,
         progress.lag_ms,
         state_report::state_status(progress.state.as_ref())
-    );
+    ));
     for notice in notices.new_notices(progress) {
-        eprintln!("{notice}");
+        sleet_cli::entry::say(&notice.to_string());
     }
 }
 

@@ -2,7 +2,8 @@
 //! process behind, a driver short of workers says who joined, workers on other addresses
 //! advertise where they listen, a checkpoint directory holds one driver, flags that do not
 //! apply are refused, durations take units, `--out` never deletes what sleet did not write,
-//! and a bad job file is explained once.
+//! a bad job file is explained once, and a client whose status reader went away still runs
+//! its job to the end.
 
 use crate::common;
 
@@ -78,6 +79,33 @@ fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
     std::io::Read::read_to_string(&mut submit.stdout.take().expect("piped"), &mut stdout).expect("stdout");
     assert!(stdout.contains("finished:"), "what ran before the stop is summarized: {stdout}");
     drop(processes);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_submit_whose_status_reader_goes_away_still_runs_its_job_to_the_end() {
+    let dir = test_dir("cli_stderr_closed");
+    let job = ysb_job_file(&dir, "3s");
+    let (driver, address) = start_driver("127.0.0.1:0", &[]);
+    let _processes = Reaper(vec![driver, start_worker(&address, &[])]);
+    let mut submit = sleet()
+        .arg("submit")
+        .arg(&job)
+        .args(["--driver", &address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("submit");
+    // As `sleet submit … 2>&1 | head -n 1` does: one status line read, then the pipe closed.
+    let mut status_lines = std::io::BufReader::new(submit.stderr.take().expect("piped"));
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut status_lines, &mut first).expect("a status line");
+    drop(status_lines);
+    let status = wait_with_limit(&mut submit, Duration::from_secs(30));
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut submit.stdout.take().expect("piped"), &mut stdout).expect("stdout");
+    assert_eq!(status.code(), Some(0), "first status line {first:?}; stdout: {stdout}");
+    assert!(stdout.contains("finished: 30 batches"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
