@@ -7,8 +7,8 @@ usage() {
     cat <<'EOF'
 Usage: scripts/fuzz.sh [--runs N | --seconds S] [--smoke] [--timeout S] [--sanitizer address|none] [TARGET...]
 
-Builds the fuzz targets of fuzz/ with cargo-fuzz on the nightly toolchain and runs each TARGET
-(default: all of them) in turn, starting from its saved corpus (fuzz/corpus/TARGET, not in
+Builds the fuzz targets of fuzz/ with cargo-fuzz on the nightly toolchain (installing either
+if missing) and runs each TARGET (default: all of them) in turn, starting from its saved corpus (fuzz/corpus/TARGET, not in
 git) and its seeds (fuzz/seeds/TARGET). Prints, per target, the inputs executed and the
 result; exits non-zero if any target crashed, panicked, hung (-timeout=10 s per input, see
 --timeout), went past 2 GiB resident (-rss_limit_mb=2048) or asked for more than 512 MiB in one
@@ -19,9 +19,9 @@ Inputs that fail are written to fuzz/artifacts/TARGET/; replay one with
 
   --runs N          run each target for N inputs (libFuzzer -runs=N)
   --seconds S       run each target for S seconds (-max_total_time=S); the default is 60
-  --smoke           what CI runs: installs the nightly toolchain and cargo-fuzz if missing,
-                    builds unoptimised (cargo-fuzz --dev: the dev profile, debug assertions and
-                    overflow checks on, libFuzzer's coverage kept) without a sanitizer, the
+  --smoke           what CI runs: builds unoptimised (cargo-fuzz --dev: the dev profile,
+                    debug assertions and overflow checks on, libFuzzer's coverage kept)
+                    without a sanitizer, the
                     quickest build (about a third of the CPU time of an optimised one, for
                     some 15-70 times fewer inputs a second), and runs each target for 5 seconds
                     unless --runs/--seconds say otherwise; long campaigns want the default
@@ -34,7 +34,7 @@ Inputs that fail are written to fuzz/artifacts/TARGET/; replay one with
   -h, --help        this text
 
 Targets: json_decode avro_decode avro_batch frame_decode block_codec_roundtrip
-         kafka_record_batches kafka_responses job_file
+         kafka_record_batches kafka_responses job_file sql_script
 
 Run it under `nice -n 19` on a machine doing other work; CARGO_TARGET_DIR is honoured.
 EOF
@@ -80,17 +80,17 @@ if $smoke; then
     # (measured: docs/experiments/2026-11-27-comment-figures.md, "CI's fuzz smoke").
     build_flags=(--dev --sanitizer none)
     profile=debug
-    if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
-        export PATH="$HOME/.cargo/bin:$PATH"
-    fi
-    if ! rustup run nightly rustc --version >/dev/null 2>&1; then
-        echo "== installing the nightly toolchain (cargo-fuzz needs it)"
-        rustup toolchain install nightly --profile minimal
-    fi
-    if ! cargo fuzz --version >/dev/null 2>&1; then
-        echo "== installing cargo-fuzz"
-        cargo install cargo-fuzz --locked
-    fi
+fi
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "== installing the nightly toolchain (cargo-fuzz needs it)"
+    rustup toolchain install nightly --profile minimal
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "== installing cargo-fuzz"
+    cargo install cargo-fuzz --locked
 fi
 [ -n "$runs$seconds" ] || seconds=60
 

@@ -644,6 +644,7 @@ impl Coordinator {
                 .as_ref()
                 .filter(|_| !reused_runs.is_empty())
                 .map(|(from_job, _)| ReusedOutputs { from_job: *from_job, runs: reused_runs }),
+            last_batch: job.batches_total().and_then(|batches| batches.checked_sub(1)),
         };
         let register = EncodedMessage::new(&DriverToWorker::RegisterJob(registration));
         for worker in attempt.placement.workers() {

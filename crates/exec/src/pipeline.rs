@@ -110,6 +110,8 @@ pub struct StagePipeline {
     /// Per operator, its name when it keeps keys under a `max_keys`.
     bound_names: Vec<Option<String>>,
     output: StageOutput,
+    /// The job's last batch, when its input ends: windows emitted on close are closed in it.
+    last_batch: Option<u64>,
 }
 
 impl StagePipeline {
@@ -161,7 +163,12 @@ impl StagePipeline {
         }
         debug_assert!(matches!(stage.input, StageInput::Source(_) | StageInput::Shuffle { .. }));
         let bound_names = stage.ops.iter().map(state_bound_name).collect();
-        Ok(StagePipeline { operators, bound_names, output: stage.output.clone() })
+        Ok(StagePipeline { operators, bound_names, output: stage.output.clone(), last_batch: None })
+    }
+
+    /// Tells the stage which batch ends its job's input (`None`: it never ends).
+    pub fn set_last_batch(&mut self, last_batch: Option<u64>) {
+        self.last_batch = last_batch;
     }
 
     /// Runs batch `batch` through the stage; window state remembers which batch last changed
@@ -225,22 +232,32 @@ impl StagePipeline {
         };
         let mut batches = rows.batches;
         let skipped = usize::from(rows.decoded);
+        let input_ends = self.last_batch == Some(batch);
         for (operator, bound_name) in self.operators.iter_mut().zip(&self.bound_names).skip(skipped) {
-            if batches.is_empty() {
+            let holds_final_rows = matches!(operator, OperatorExec::Window(window) if window.emits_on_close());
+            if batches.is_empty() && !(input_ends && holds_final_rows) {
                 // No input at all (e.g. a reduce partition no key hashed to): nothing can change.
                 break;
             }
             batches = match operator {
                 OperatorExec::Decode(_) => unreachable!("validated: decode only reads raw source records"),
                 OperatorExec::Window(_) | OperatorExec::SessionWindow(_) => {
-                    let output = match operator {
+                    let mut output = match operator {
                         OperatorExec::Window(window) => window.process(&batches, batch)?,
                         OperatorExec::SessionWindow(session) => session.process(&batches, batch)?,
                         _ => unreachable!("matched above"),
                     };
+                    if let (true, OperatorExec::Window(window)) = (input_ends, &mut *operator) {
+                        window.close_all_into(&mut output)?;
+                    }
                     out.late_rows_dropped += output.late_rows_dropped;
                     out.closed_windows.extend(output.closed);
-                    vec![output.updates]
+                    if batches.is_empty() && output.updates.num_rows() == 0 {
+                        // Input that ended with nothing left open: as if there were none.
+                        Vec::new()
+                    } else {
+                        vec![output.updates]
+                    }
                 }
                 OperatorExec::Increments(increments) => {
                     let output = increments.process(&batches)?;

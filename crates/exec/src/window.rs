@@ -22,7 +22,7 @@ use arrow_schema::{Schema, SchemaRef};
 use rustc_hash::FxHashMap;
 use sleet_plan::physical::{AggregateInput, PARTIAL_MAX_EVENT_TIME_COLUMN};
 use sleet_plan::validate::WINDOW_START_COLUMN;
-use sleet_plan::{Aggregate, WindowKind, WindowSpec};
+use sleet_plan::{Aggregate, WindowEmit, WindowKind, WindowSpec};
 
 use crate::aggregate::{fold_row, read_accumulators, write_accumulators, Accumulator, Fold, Layout, WindowRow};
 use crate::cell::{column, sorted_keys, write_key, Reader};
@@ -84,7 +84,13 @@ struct Group {
     touched_in: u64,
 }
 
-type Windows = BTreeMap<i64, FxHashMap<Box<[u8]>, Group>>;
+/// One window's groups, by encoded key.
+type Groups = FxHashMap<Box<[u8]>, Group>;
+type Windows = BTreeMap<i64, Groups>;
+/// (window start, encoded key) of each group a batch changed, in the order it first did.
+type Touched = Vec<(i64, Box<[u8]>)>;
+/// Windows a batch closed, in order, with their groups.
+type ClosedGroups = Vec<(i64, Groups)>;
 
 /// What folding a batch needs besides the state: the layout, its folds and its panes.
 struct Folding<'a> {
@@ -108,7 +114,7 @@ fn fold_batch(
     drop_until: Option<i64>,
     update_batch: u64,
     generation: u64,
-    touched: &mut Vec<(i64, Box<[u8]>)>,
+    mut touched: Option<&mut Touched>,
     key_bytes: &mut u64,
 ) -> Result<(u64, Option<i64>), ExecError> {
     let Folding { layout, folds, panes } = *folding;
@@ -166,28 +172,40 @@ fn fold_batch(
             fold_row(&mut group.accumulators, folds, &inputs, row, &mut scratch);
             group.last_update_batch = update_batch;
             group.max_event_time = group.max_event_time.max(event_time);
-            if group.touched_in != generation {
-                group.touched_in = generation;
-                touched.push((start, key.clone().into_boxed_slice()));
+            if let Some(touched) = touched.as_deref_mut() {
+                if group.touched_in != generation {
+                    group.touched_in = generation;
+                    touched.push((start, key.clone().into_boxed_slice()));
+                }
             }
         }
     }
     Ok((late, max_event_time))
 }
 
+/// The output row of a window's group.
+fn window_row<'a>(start: i64, key: &'a [u8], group: &'a Group, panes: Panes) -> WindowRow<'a> {
+    WindowRow {
+        start,
+        end: panes.end(start),
+        key,
+        accumulators: &group.accumulators,
+        max_event_time: group.max_event_time,
+    }
+}
+
 /// The output rows of the touched groups, in the order they were first touched.
 fn touched_rows<'a>(windows: &'a Windows, touched: &'a [(i64, Box<[u8]>)], panes: Panes) -> Vec<WindowRow<'a>> {
-    touched
+    touched.iter().map(|(start, key)| window_row(*start, key, &windows[start][key.as_ref()], panes)).collect()
+}
+
+/// The rows of closed windows, earliest window first and keys in byte order within one, so
+/// that a replay emits them as the first run did, whatever order its restored tables hold.
+fn final_rows(closed: &[(i64, Groups)], panes: Panes) -> Vec<WindowRow<'_>> {
+    closed
         .iter()
-        .map(|(start, key)| {
-            let group = &windows[start][key.as_ref()];
-            WindowRow {
-                start: *start,
-                end: panes.end(*start),
-                key,
-                accumulators: &group.accumulators,
-                max_event_time: group.max_event_time,
-            }
+        .flat_map(|(start, groups)| {
+            sorted_keys(groups).into_iter().map(move |key| window_row(*start, key, &groups[key], panes))
         })
         .collect()
 }
@@ -216,7 +234,7 @@ impl PartialWindowAggregateExec {
         let mut touched = Vec::new();
         let mut key_bytes = 0;
         let folding = Folding { layout: &self.layout, folds: &self.folds, panes: self.panes };
-        fold_batch(&folding, batch, &mut windows, None, 0, 1, &mut touched, &mut key_bytes)?;
+        fold_batch(&folding, batch, &mut windows, None, 0, 1, Some(&mut touched), &mut key_bytes)?;
         let layout = &self.layout;
         let schema = Arc::clone(self.schema.get_or_insert_with(|| layout.output_schema(&batch.schema(), true)));
         layout.emit(&schema, &touched_rows(&windows, &touched, self.panes), true)
@@ -224,7 +242,8 @@ impl PartialWindowAggregateExec {
 }
 
 pub struct WindowOutput {
-    /// Every (window, key) this batch touched, with its full updated value; for session
+    /// Every (window, key) this batch touched, with its full updated value, or under
+    /// `WindowEmit::OnClose` every (window, key) of a window this batch closed; for session
     /// windows, every session that closed.
     pub updates: RecordBatch,
     pub closed: Vec<ClosedWindow>,
@@ -295,7 +314,7 @@ impl WindowAggregateExec {
         let per_group = ENTRY_OVERHEAD_BYTES
             + std::mem::size_of::<Group>() as u64
             + (self.folds.len() * std::mem::size_of::<Accumulator>()) as u64;
-        let per_window = ENTRY_OVERHEAD_BYTES + std::mem::size_of::<FxHashMap<Box<[u8]>, Group>>() as u64;
+        let per_window = ENTRY_OVERHEAD_BYTES + std::mem::size_of::<Groups>() as u64;
         StateSize { keys: groups, bytes: self.key_bytes + groups * per_group + self.windows.len() as u64 * per_window }
     }
 
@@ -310,6 +329,8 @@ impl WindowAggregateExec {
         self.generation += 1;
         let watermark_before = self.watermark_ms();
         let mut touched = Vec::new();
+        // Rows emitted as their windows close need no list of what this batch changed.
+        let tracks_touched = self.layout.window.emit == WindowEmit::Updates;
         let mut late_rows_dropped = 0;
         let folding = Folding { layout: &self.layout, folds: &self.folds, panes: self.panes };
         for batch in inputs {
@@ -320,7 +341,7 @@ impl WindowAggregateExec {
                 watermark_before,
                 update_batch,
                 self.generation,
-                &mut touched,
+                tracks_touched.then_some(&mut touched),
                 &mut self.key_bytes,
             )?;
             late_rows_dropped += late;
@@ -328,14 +349,54 @@ impl WindowAggregateExec {
                 self.max_event_time = Some(self.max_event_time.map_or(seen, |max| max.max(seen)));
             }
         }
-        let updates = self.layout.emit(&schema, &touched_rows(&self.windows, &touched, self.panes), false)?;
-        let closed = self.close_windows();
+        // A window this batch both changed and closed is emitted before it goes.
+        let updates = match self.layout.window.emit {
+            WindowEmit::Updates => {
+                Some(self.layout.emit(&schema, &touched_rows(&self.windows, &touched, self.panes), false)?)
+            }
+            WindowEmit::OnClose => None,
+        };
+        let (closed, closed_groups) = self.close_windows();
+        let updates = match updates {
+            Some(updates) => updates,
+            None => self.layout.emit(&schema, &final_rows(&closed_groups, self.panes), false)?,
+        };
         Ok(WindowOutput { updates, closed, late_rows_dropped })
     }
 
-    fn close_windows(&mut self) -> Vec<ClosedWindow> {
-        let Some(watermark) = self.watermark_ms() else { return Vec::new() };
-        let mut closed = Vec::new();
+    /// Whether its rows come once, as each window closes.
+    pub fn emits_on_close(&self) -> bool {
+        self.layout.window.emit == WindowEmit::OnClose
+    }
+
+    /// Closes every window still open, its rows added to `output`'s: the job's input has
+    /// ended, so no row can come for them. Only windows emitted on close are closed; the
+    /// rows of the others have been emitted already as they changed.
+    pub fn close_all_into(&mut self, output: &mut WindowOutput) -> Result<(), ExecError> {
+        let Some(schema) = self.schema.clone().filter(|_| self.emits_on_close()) else { return Ok(()) };
+        let (closed, closed_groups) = self.close_windows_until(i64::MAX);
+        let rows = self.layout.emit(&schema, &final_rows(&closed_groups, self.panes), false)?;
+        // The output so far may be of no input at all, and so of no columns.
+        output.updates = if output.updates.num_rows() == 0 {
+            rows
+        } else {
+            arrow_select::concat::concat_batches(&schema, [&output.updates, &rows])
+                .map_err(ExecError::arrow("adding the windows the input's end closed"))?
+        };
+        output.closed.extend(closed);
+        Ok(())
+    }
+
+    fn close_windows(&mut self) -> (Vec<ClosedWindow>, ClosedGroups) {
+        match self.watermark_ms() {
+            Some(watermark) => self.close_windows_until(watermark),
+            None => (Vec::new(), Vec::new()),
+        }
+    }
+
+    /// Removes the windows that end by `watermark`, returning them and their groups.
+    fn close_windows_until(&mut self, watermark: i64) -> (Vec<ClosedWindow>, ClosedGroups) {
+        let (mut closed, mut closed_groups) = (Vec::new(), Vec::new());
         while let Some(entry) = self.windows.first_entry() {
             let start = *entry.key();
             let end = self.panes.end(start);
@@ -346,13 +407,27 @@ impl WindowAggregateExec {
             self.key_bytes -= groups.keys().map(|key| key.len() as u64).sum::<u64>();
             let last_update_batch = groups.values().map(|group| group.last_update_batch).max().unwrap_or(0);
             closed.push(ClosedWindow { window_start_ms: start, window_end_ms: end, last_update_batch });
+            closed_groups.push((start, groups));
         }
-        closed
+        (closed, closed_groups)
     }
 
-    /// The whole state as bytes: deterministic (windows and keys in sorted order).
+    /// The whole state as bytes, windows in order and each window's keys in its table's
+    /// order. Sorting the keys would make the bytes depend on the state alone, but for a state
+    /// of millions of keys a checkpoint spent more on the sort than on the rest of the copy.
     pub fn snapshot(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        self.write_snapshot(false)
+    }
+
+    /// The snapshot with each window's keys in byte order: equal for equal states, so tests
+    /// can compare a restored state with the one it came from.
+    #[cfg(test)]
+    fn sorted_snapshot(&self) -> Vec<u8> {
+        self.write_snapshot(true)
+    }
+
+    fn write_snapshot(&self, sorted: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.snapshot_bytes_estimate());
         out.extend_from_slice(SNAPSHOT_MAGIC);
         out.push(SNAPSHOT_VERSION);
         match self.max_event_time {
@@ -366,15 +441,29 @@ impl WindowAggregateExec {
         for (start, groups) in &self.windows {
             out.extend_from_slice(&start.to_le_bytes());
             out.extend_from_slice(&(groups.len() as u32).to_le_bytes());
-            for key in sorted_keys(groups) {
-                let group = &groups[key];
+            let mut write_group = |key: &[u8], group: &Group| {
                 write_key(key, &mut out);
                 out.extend_from_slice(&group.last_update_batch.to_le_bytes());
                 out.extend_from_slice(&group.max_event_time.to_le_bytes());
                 write_accumulators(&group.accumulators, &mut out);
+            };
+            if sorted {
+                sorted_keys(groups).into_iter().for_each(|key| write_group(key, &groups[key]));
+            } else {
+                groups.iter().for_each(|(key, group)| write_group(key, group));
             }
         }
         out
+    }
+
+    /// About the bytes a snapshot takes, so that it is written into one allocation rather
+    /// than one grown by doubling (each growth a copy, and page faults on fresh memory).
+    fn snapshot_bytes_estimate(&self) -> usize {
+        const WINDOW_HEADER: usize = 8 + 4;
+        // A key's length, the last update and max event time, and about 9 bytes a value.
+        let per_group = 4 + 8 + 8 + 9 * self.folds.len();
+        let groups: usize = self.windows.values().map(|groups| groups.len()).sum();
+        16 + self.windows.len() * WINDOW_HEADER + self.key_bytes as usize + groups * per_group
     }
 
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
@@ -565,6 +654,48 @@ mod tests {
             prop_assert_eq!(batched, together);
         }
 
+        /// Emitted on close, each (window, key) comes once, with the value the reference
+        /// gives it, and only windows the watermark has passed come at all.
+        #[test]
+        fn on_close_emits_each_closed_window_once_with_its_final_value(
+            batches in arbitrary_batches(250, 60),
+            hopping: bool,
+            lateness in 0i64..120,
+            partial: bool,
+        ) {
+            let window = window(hopping, lateness).emitted_on_close();
+            let (input, aggregates) =
+                if partial { (AggregateInput::Partials, aggregates()) } else { (AggregateInput::Rows, all_aggregates()) };
+            let mut exec = WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates.clone(), input);
+            let mut partial_exec = PartialWindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates);
+            let mut emitted = Table::new();
+            let mut closed_ends = Vec::new();
+            for (index, batch) in batches.iter().enumerate() {
+                let block = to_batch(batch);
+                let block = if partial { partial_exec.execute(&block).expect("partial") } else { block };
+                let output = exec.process(&[block], index as u64).expect("process");
+                let mut rows = Table::new();
+                absorb(&mut rows, &output.updates, &window);
+                prop_assert_eq!(rows.len(), output.updates.num_rows(), "a (window, key) twice in one batch");
+                for (at, value) in rows {
+                    prop_assert!(
+                        output.closed.iter().any(|closed| closed.window_start_ms == at.0),
+                        "window {} emitted in a batch that did not close it", at.0
+                    );
+                    prop_assert!(emitted.insert(at.clone(), value).is_none(), "{:?} emitted twice", at);
+                }
+                closed_ends.extend(output.closed.iter().map(|closed| closed.window_end_ms));
+            }
+            let (expected, _) = reference(&batches, &window, !partial);
+            let watermark = exec.watermark_ms();
+            let expected: Table = expected
+                .into_iter()
+                .filter(|((start, _), _)| watermark.is_some_and(|watermark| start + SIZE <= watermark))
+                .collect();
+            prop_assert_eq!(emitted, expected);
+            prop_assert!(closed_ends.windows(2).all(|pair| pair[0] < pair[1]), "windows close in order, once");
+        }
+
         #[test]
         fn snapshot_and_restore_continue_identically(batches in arbitrary_batches(250, 60), hopping: bool, cut in 0usize..8) {
             let window = window(hopping, 10);
@@ -578,7 +709,7 @@ mod tests {
                     let bytes = straight.snapshot();
                     let mut fresh = new();
                     fresh.restore(&bytes).expect("restore");
-                    prop_assert_eq!(fresh.snapshot(), bytes);
+                    prop_assert_eq!(fresh.sorted_snapshot(), straight.sorted_snapshot());
                     restored = fresh;
                     continue;
                 }
@@ -627,6 +758,33 @@ mod tests {
         assert_eq!(third.late_rows_dropped, 1, "every window of the row at 140 has closed");
         let starts: Vec<i64> = third.updates.column(0).as_primitive::<Int64Type>().values().to_vec();
         assert_eq!(starts, vec![175, 200], "the row at 200 goes to its windows still open only");
+    }
+
+    #[test]
+    fn the_end_of_input_closes_every_window_emitted_on_close_and_no_other() {
+        let rows_of = || rows(&[("a", 10, Some(1)), ("b", 90, Some(2)), ("a", 130, Some(3))]);
+        let mut on_close = WindowAggregateExec::new(
+            spec(1_000).emitted_on_close(),
+            vec!["k".into()],
+            aggregates(),
+            AggregateInput::Rows,
+        );
+        let mut output = on_close.process(&[rows_of()], 3).expect("process");
+        assert_eq!(output.updates.num_rows(), 0, "the lateness keeps both windows open");
+        on_close.close_all_into(&mut output).expect("close");
+        let mut table = Table::new();
+        absorb(&mut table, &output.updates, &spec(0));
+        let keys: Vec<(i64, &str)> = table.keys().map(|(start, key)| (*start, key.as_str())).collect();
+        assert_eq!(keys, [(0, "a"), (0, "b"), (100, "a")]);
+        assert_eq!(output.closed.len(), 2);
+        assert_eq!(on_close.open_windows(), 0);
+
+        let mut updates = WindowAggregateExec::new(spec(1_000), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let mut output = updates.process(&[rows_of()], 3).expect("process");
+        let emitted = output.updates.num_rows();
+        updates.close_all_into(&mut output).expect("close");
+        assert_eq!(output.updates.num_rows(), emitted, "updates were emitted as they came");
+        assert_eq!(updates.open_windows(), 2);
     }
 
     #[test]

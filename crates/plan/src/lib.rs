@@ -42,8 +42,8 @@ pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
 pub use nexmark::{NexmarkSourceSpec, NexmarkTable};
 pub use node::{
     default_max_records_per_batch, AggFunc, Aggregate, EventTimeSource, FileSourceSpec, KafkaSourceSpec, KafkaStart,
-    Node, NumbersSourceSpec, Operator, Plan, ReplayedBatches, SinkSpec, SourceRange, SourceSpec, TableSpec, WindowKind,
-    WindowSpec, YsbSourceSpec,
+    Node, NumbersSourceSpec, Operator, Plan, ReplayedBatches, SinkSpec, SourceRange, SourceSpec, TableSpec, WindowEmit,
+    WindowKind, WindowSpec, YsbSourceSpec,
 };
 pub use physical::{plan_stages, PhysicalOp, PhysicalPlan, StageId, StageInput, StageOutput, StagePlan};
 pub use schema::{DataType, Field, Schema};

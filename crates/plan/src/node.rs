@@ -138,6 +138,30 @@ pub struct WindowSpec {
     /// A window closes, and its state is dropped, once the watermark (the largest event time
     /// seen minus this lateness) passes its end. Later rows for it are dropped and counted.
     pub allowed_lateness_ms: i64,
+    /// When a tumbling or hopping window's rows are emitted (a session's are emitted once, as
+    /// it closes, either way). Left out of the JSON when `updates`.
+    #[serde(default, skip_serializing_if = "WindowEmit::is_updates")]
+    pub emit: WindowEmit,
+}
+
+/// When a window aggregate emits a (window, key) row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowEmit {
+    /// In every batch that changed it, with its value so far: a reader sees a window fill
+    /// in, and its last row is the final one.
+    #[default]
+    Updates,
+    /// Once, in the batch whose watermark closes the window, with its final value: an
+    /// append-only stream, which a ranking of windows (`top_rows`) keeps `k` rows of instead
+    /// of every key's latest value.
+    OnClose,
+}
+
+impl WindowEmit {
+    pub fn is_updates(&self) -> bool {
+        *self == WindowEmit::Updates
+    }
 }
 
 fn is_zero(value: &i64) -> bool {
@@ -154,7 +178,14 @@ pub enum WindowKind {
 
 impl WindowSpec {
     pub fn tumbling(time_column: impl Into<String>, size_ms: i64, allowed_lateness_ms: i64) -> Self {
-        WindowSpec { time_column: time_column.into(), size_ms, slide_ms: None, gap_ms: None, allowed_lateness_ms }
+        WindowSpec {
+            time_column: time_column.into(),
+            size_ms,
+            slide_ms: None,
+            gap_ms: None,
+            allowed_lateness_ms,
+            emit: WindowEmit::Updates,
+        }
     }
 
     pub fn hopping(time_column: impl Into<String>, size_ms: i64, slide_ms: i64, allowed_lateness_ms: i64) -> Self {
@@ -173,6 +204,11 @@ impl WindowSpec {
             (None, Some(slide_ms)) => WindowKind::Hopping { size_ms: self.size_ms, slide_ms },
             (None, None) => WindowKind::Tumbling { size_ms: self.size_ms },
         }
+    }
+
+    /// The same window, its rows emitted once as it closes.
+    pub fn emitted_on_close(self) -> Self {
+        WindowSpec { emit: WindowEmit::OnClose, ..self }
     }
 
     /// Whether its output has a `window_end` column: every kind but tumbling, whose output

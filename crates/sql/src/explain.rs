@@ -7,7 +7,7 @@ use std::fmt::Write;
 use sleet_plan::node::WindowKind;
 use sleet_plan::{
     plan_stages, AggFunc, Aggregate, JobFile, JoinColumn, Operator, PhysicalOp, PlanError, Ranking, Schema, SinkSpec,
-    SourceSpec, StageInput, StageOutput, TableSpec,
+    SourceSpec, StageInput, StageOutput, TableSpec, WindowEmit,
 };
 
 use crate::types::sql_name;
@@ -111,18 +111,23 @@ fn describe(operator: &Operator) -> String {
             format!("{key} = {table}.{table_key}, adds {}", columns.join(", "))
         }
         Operator::Exchange { keys, partitions } => format!("hash({}) into {partitions} partitions", keys.join(", ")),
-        Operator::WindowAggregate { window, keys, aggregates } => format!(
-            "{} on {} (lateness {} ms), by {}: {}",
-            match window.kind() {
-                WindowKind::Tumbling { size_ms } => format!("tumbling {size_ms} ms"),
-                WindowKind::Hopping { size_ms, slide_ms } => format!("hopping {size_ms} ms every {slide_ms} ms"),
-                WindowKind::Session { gap_ms } => format!("sessions with gaps of {gap_ms} ms"),
-            },
-            window.time_column,
-            window.allowed_lateness_ms,
-            keys.join(", "),
-            aggregate_list(aggregates)
-        ),
+        Operator::WindowAggregate { window, keys, aggregates } => {
+            format!(
+                "{} on {} (lateness {} ms), by {}: {}",
+                match window.kind() {
+                    WindowKind::Tumbling { size_ms } => format!("tumbling {size_ms} ms"),
+                    WindowKind::Hopping { size_ms, slide_ms } => format!("hopping {size_ms} ms every {slide_ms} ms"),
+                    WindowKind::Session { gap_ms } => format!("sessions with gaps of {gap_ms} ms"),
+                },
+                window.time_column,
+                window.allowed_lateness_ms,
+                keys.join(", "),
+                aggregate_list(aggregates)
+            ) + match window.emit {
+                WindowEmit::OnClose if window.gap_ms.is_none() => "; each window's rows once, as it closes",
+                _ => "",
+            }
+        }
         Operator::Increments(spec) => format!(
             "{} readings of {} per {}, in {} order (lateness {} ms, state ttl {} ms)",
             format!("{:?}", spec.encoding).to_lowercase(),

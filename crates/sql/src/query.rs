@@ -16,7 +16,8 @@
 //! subquery, `rn <= N` outside) becomes a `top_k` after the subquery's keyed aggregate, whose
 //! exchange then partitions by `g` alone so each ranking lives in one partition; over a
 //! window table function's rows (no GROUP BY) it is a window top-N (`window_top.rs`). A top-N
-//! over a windowed aggregate ranks each window's groups after a second exchange, on the window.
+//! over a windowed aggregate ranks each window's final rows, emitted once as it closes, with a
+//! `top_rows` after a second exchange, on the window.
 //!
 //! A join of two streams (`window_join.rs`) is planned apart, as its plan has its own shape.
 
@@ -25,7 +26,7 @@ use std::collections::BTreeMap;
 use sleet_plan::{
     col, lit, AggFunc, Aggregate, AvroSchemaSource, DataType, Expr as PlanExpr, Field, IncrementsSpec,
     KeyedAggregateSpec, LatePolicy, Node, Operator, Plan, Ranking, ReadingEncoding, Schema, SinkSpec, TopKSpec,
-    WindowSpec, RANK_COLUMN,
+    TopRowsSpec, WindowSpec, RANK_COLUMN,
 };
 use sqlparser::ast::{
     Expr, Function, FunctionArg, GroupByExpr, Join, JoinConstraint, JoinOperator, OrderBySort, Query, Select,
@@ -514,8 +515,10 @@ impl<'a> SelectPlanner<'a> {
         planned.push(Operator::Exchange { keys: exchange_keys, partitions });
 
         match &planned.window {
+            // A ranking of windows takes each window's final rows, once, and keeps only its
+            // top of them rather than every key's latest value.
             Some(window) => planned.push(Operator::WindowAggregate {
-                window: window.clone(),
+                window: if ranks_windows { window.clone().emitted_on_close() } else { window.clone() },
                 keys: keys.clone(),
                 aggregates: aggregates.clone(),
             }),
@@ -553,16 +556,12 @@ impl<'a> SelectPlanner<'a> {
         }
         if let (Some((row_number, k)), Some(group)) = (top_n, ranking_groups) {
             let Some(window) = ranked_window else {
-                let ttl_ms = self.state_ttl_ms()?;
-                return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, (&time_column, ttl_ms));
+                let ranker = Ranker::Keys { time_column: &time_column, ttl_ms: self.state_ttl_ms()? };
+                return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, ranker);
             };
             planned.push(Operator::Exchange { keys: group.clone(), partitions });
-            // A window's groups are updated until the aggregate's watermark passes its end,
-            // which is its length plus the lateness after its start; one more length covers the
-            // skew between the aggregate's partitions, whose watermarks advance apart.
-            let ttl_ms = 2 * window.size_ms + window.allowed_lateness_ms;
-            let time = (WindowBound::Start.name(), ttl_ms);
-            return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, time);
+            let ranker = Ranker::Windows { window: &window };
+            return self.push_top_n(planned, (row_number, k), group, &replacements, &keys, ranker);
         }
         self.project_select_list(planned, &replacements)
     }
@@ -753,7 +752,7 @@ impl<'a> SelectPlanner<'a> {
         group: Vec<String>,
         replacements: &Replacements,
         keys: &[String],
-        (time_column, ttl_ms): (&str, i64),
+        ranker: Ranker<'_>,
     ) -> Result<(), SqlError> {
         let order_at = spans::at(&row_number.order_by, row_number.at);
         let translator = Translator { scope: &planned.scope, replacements: Some(replacements), fallback: self.at };
@@ -769,17 +768,42 @@ impl<'a> SelectPlanner<'a> {
                 ))
             }
         };
-        let ranked_keys: Vec<String> = keys.iter().filter(|key| !group.contains(key)).cloned().collect();
-        planned.push(Operator::TopK(TopKSpec {
-            group,
-            keys: ranked_keys,
-            order_by,
-            k,
-            ranking: row_number.ranking,
-            time_column: time_column.to_string(),
-            ttl_ms,
-            max_keys: self.max_keys(),
-        }));
+        match ranker {
+            Ranker::Keys { time_column, ttl_ms } => {
+                let ranked_keys: Vec<String> = keys.iter().filter(|key| !group.contains(key)).cloned().collect();
+                planned.push(Operator::TopK(TopKSpec {
+                    group,
+                    keys: ranked_keys,
+                    order_by,
+                    k,
+                    ranking: row_number.ranking,
+                    time_column: time_column.to_string(),
+                    ttl_ms,
+                    max_keys: self.max_keys(),
+                }));
+            }
+            Ranker::Windows { window } => {
+                let mut group = group;
+                if !group.iter().any(|column| column == WindowBound::End.name()) {
+                    // A function of window_start, so the groups are the same; the ranking
+                    // reads a group's window end from it.
+                    group.push(WindowBound::End.name().to_string());
+                }
+                planned.push(Operator::TopRows(TopRowsSpec {
+                    group,
+                    order_by,
+                    k,
+                    ranking: row_number.ranking,
+                    time_column: WindowBound::End.name().to_string(),
+                    window_end_column: WindowBound::End.name().to_string(),
+                    // A window's rows come once from each aggregate partition as its own
+                    // watermark closes the window; the partitions' watermarks advance apart,
+                    // and one window length more than the lateness covers that skew.
+                    allowed_lateness_ms: window.size_ms + window.allowed_lateness_ms,
+                    max_groups: self.max_keys(),
+                }));
+            }
+        }
         // The subquery's SELECT list names the top-N's output columns: its keys, the ranked
         // aggregate and the row number, each under the name the subquery gave it.
         let schema = planned.output_schema(self.at)?;
@@ -1504,6 +1528,14 @@ fn rank_bound(selection: Option<&Expr>, alias: &str, at: Position) -> Result<u32
         _ => None,
     };
     bound.filter(|k| *k >= 1).ok_or_else(refuse)
+}
+
+/// What a top-N over an aggregate ranks with: every key's latest value, kept for a lifetime
+/// of event time (`top_k`), or each window's final rows, kept until the window is past
+/// (`top_rows`).
+enum Ranker<'a> {
+    Keys { time_column: &'a str, ttl_ms: i64 },
+    Windows { window: &'a WindowSpec },
 }
 
 /// A ranking over a windowed aggregate ranks within each window: it partitions by

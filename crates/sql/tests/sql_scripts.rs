@@ -375,11 +375,11 @@ fn nexmark_q7_ranks_each_windows_rows_map_side_then_per_window() {
 }
 
 #[test]
-fn nexmark_q5_counts_per_auction_then_ranks_each_window_after_a_second_exchange() {
+fn nexmark_q5_counts_per_auction_then_ranks_each_windows_final_counts_after_a_second_exchange() {
     let compiled = compile_text(&repository_file("benchmarks/nexmark/q5.sql").unwrap()).unwrap();
     let job = compiled.job();
     let kinds: Vec<&str> = job.plan.nodes.iter().map(|node| node.operator.kind()).collect();
-    assert_eq!(kinds[..6], ["source", "decode_json", "exchange", "window_aggregate", "exchange", "top_k"]);
+    assert_eq!(kinds[..6], ["source", "decode_json", "exchange", "window_aggregate", "exchange", "top_rows"]);
     let exchange_keys: Vec<&Vec<String>> = job
         .plan
         .nodes
@@ -390,25 +390,27 @@ fn nexmark_q5_counts_per_auction_then_ranks_each_window_after_a_second_exchange(
         })
         .collect();
     assert_eq!(exchange_keys, [&vec!["auction".to_string()], &vec!["window_start".into(), "window_end".into()]]);
+    let Operator::WindowAggregate { window, .. } = &job.plan.nodes[3].operator else { unreachable!() };
+    assert_eq!(window.emit, sleet_plan::WindowEmit::OnClose, "the ranking takes each window's final counts");
     let spec = job.plan.nodes.iter().find_map(|node| match &node.operator {
-        Operator::TopK(spec) => Some(spec.clone()),
+        Operator::TopRows(spec) => Some(spec.clone()),
         _ => None,
     });
-    let spec = spec.expect("a top_k node");
-    assert_eq!(
-        (spec.group.as_slice(), spec.keys.as_slice()),
-        (&["window_start".into(), "window_end".into()][..], &["auction".into()][..])
-    );
+    let spec = spec.expect("a top_rows node");
+    assert_eq!(spec.group, ["window_start", "window_end"]);
     assert_eq!((spec.order_by.as_str(), spec.k, spec.ranking), ("num", 1, sleet_plan::Ranking::Rank));
     assert_eq!(
-        (spec.time_column.as_str(), spec.ttl_ms),
-        ("window_start", 2 * 10_000 + 4_000),
-        "two windows and the lateness"
+        (spec.time_column.as_str(), spec.window_end_column.as_str(), spec.allowed_lateness_ms),
+        ("window_end", "window_end", 10_000 + 4_000),
+        "a window length and the lateness of skew between the aggregate's partitions"
     );
     let physical = sleet_plan::plan_stages(&job.plan, true).unwrap();
     assert_eq!(physical.stages.len(), 3, "map, counts, rankings");
+    assert_eq!(physical.stages[1].ops.last().map(sleet_plan::PhysicalOp::kind), Some("partial_top_rows"));
     let schemas = sleet_plan::validate::validate(&job.plan).unwrap();
     assert_eq!(schemas.last().unwrap().names(), ["window_start", "auction", "num", "rank"]);
+    let text = sleet_sql::explain(job).unwrap();
+    assert!(text.contains("each window's rows once, as it closes"), "{text}");
 }
 
 #[test]

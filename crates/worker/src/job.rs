@@ -91,6 +91,7 @@ impl JobRuntime {
         }
         let plan = self.stage(stage)?;
         let mut pipeline = StagePipeline::new(plan, &|spec| self.table(spec))?;
+        pipeline.set_last_batch(self.registration.last_batch);
         if let Some(snapshot) = self.snapshot_to_restore(stage, partition) {
             // A partition that moved here after a failure starts from the checkpoint.
             let store = self

@@ -55,6 +55,10 @@ pub struct JobRegistration {
     /// tasks hand those blocks on instead of reading and computing the batch again.
     #[serde(default)]
     pub reuse: Option<ReusedOutputs>,
+    /// The job's last batch, when it runs for a set duration: its input ends there, so the
+    /// windows that emit only as they close are closed in it.
+    #[serde(default)]
+    pub last_batch: Option<u64>,
 }
 
 /// Map outputs a recovery takes over from the attempt `from_job`: for each listed source
