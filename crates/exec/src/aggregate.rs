@@ -125,6 +125,20 @@ impl Accumulator {
         }
     }
 
+    /// `merge` of a borrowed accumulator, for one that stays where it is (a pane that later
+    /// windows still read).
+    fn merge_from(&mut self, other: &Accumulator, how: Fold) {
+        match (self, other) {
+            (Accumulator::Value(cell), Accumulator::Value(other)) => fold(cell, how, other.clone()),
+            (Accumulator::Average { sum, count }, Accumulator::Average { sum: other_sum, count: other_count }) => {
+                *sum += other_sum;
+                *count += other_count;
+            }
+            (Accumulator::Distinct(values), Accumulator::Distinct(other)) => values.extend(other.iter().cloned()),
+            _ => unreachable!("accumulators of one aggregate have one kind"),
+        }
+    }
+
     pub(crate) fn write(&self, out: &mut Vec<u8>) {
         match self {
             Accumulator::Value(cell) => write_cell(cell, out),
@@ -232,6 +246,15 @@ pub(crate) fn folds_for(aggregates: &[Aggregate], input: AggregateInput) -> Vec<
             (AggFunc::CountDistinct, _) => Fold::Distinct,
         })
         .collect()
+}
+
+/// Merges the accumulators `from` into `into` and leaves `from` as it was: how a hopping
+/// window emitted on close is made of the panes it spans.
+pub(crate) fn merge_accumulators_from(into: &mut [Accumulator], from: &[Accumulator], merge_folds: &[Fold]) {
+    debug_assert_eq!(into.len(), from.len());
+    for ((accumulator, how), other) in into.iter_mut().zip(merge_folds).zip(from) {
+        accumulator.merge_from(other, *how);
+    }
 }
 
 /// Merges the accumulators `from` into `into`, as a reduce side merges partials: how two
