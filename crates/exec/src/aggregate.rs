@@ -112,22 +112,10 @@ impl Accumulator {
         }
     }
 
-    /// Folds in another accumulator of the same aggregate, as when two sessions merge.
-    fn merge(&mut self, other: Accumulator, how: Fold) {
-        match (self, other) {
-            (Accumulator::Value(cell), Accumulator::Value(other)) => fold(cell, how, other),
-            (Accumulator::Average { sum, count }, Accumulator::Average { sum: other_sum, count: other_count }) => {
-                *sum += other_sum;
-                *count += other_count;
-            }
-            (Accumulator::Distinct(values), Accumulator::Distinct(other)) => values.extend(other),
-            _ => unreachable!("accumulators of one aggregate have one kind"),
-        }
-    }
-
-    /// `merge` of a borrowed accumulator, for one that stays where it is (a pane that later
-    /// windows still read).
-    fn merge_from(&mut self, other: &Accumulator, how: Fold) {
+    /// Folds in another accumulator of the same aggregate, leaving it as it was: as when two
+    /// sessions merge, or a hopping window emitted on close is made of its panes, which later
+    /// windows still read.
+    fn merge(&mut self, other: &Accumulator, how: Fold) {
         match (self, other) {
             (Accumulator::Value(cell), Accumulator::Value(other)) => fold(cell, how, other.clone()),
             (Accumulator::Average { sum, count }, Accumulator::Average { sum: other_sum, count: other_count }) => {
@@ -248,18 +236,10 @@ pub(crate) fn folds_for(aggregates: &[Aggregate], input: AggregateInput) -> Vec<
         .collect()
 }
 
-/// Merges the accumulators `from` into `into` and leaves `from` as it was: how a hopping
-/// window emitted on close is made of the panes it spans.
-pub(crate) fn merge_accumulators_from(into: &mut [Accumulator], from: &[Accumulator], merge_folds: &[Fold]) {
-    debug_assert_eq!(into.len(), from.len());
-    for ((accumulator, how), other) in into.iter_mut().zip(merge_folds).zip(from) {
-        accumulator.merge_from(other, *how);
-    }
-}
-
 /// Merges the accumulators `from` into `into`, as a reduce side merges partials: how two
-/// session windows of one key become one.
-pub(crate) fn merge_accumulators(into: &mut [Accumulator], from: Vec<Accumulator>, merge_folds: &[Fold]) {
+/// session windows of one key become one, and a hopping window emitted on close is made of
+/// the panes it spans.
+pub(crate) fn merge_accumulators(into: &mut [Accumulator], from: &[Accumulator], merge_folds: &[Fold]) {
     debug_assert_eq!(into.len(), from.len());
     for ((accumulator, how), other) in into.iter_mut().zip(merge_folds).zip(from) {
         accumulator.merge(other, *how);

@@ -84,7 +84,7 @@ fn add_row<'a>(
     let session = &mut sessions[index];
     for other in absorbed {
         session.end = session.end.max(other.end);
-        merge_accumulators(&mut session.accumulators, other.accumulators, merge_folds);
+        merge_accumulators(&mut session.accumulators, &other.accumulators, merge_folds);
     }
     session.start = session.start.min(time_ms);
     session.end = session.end.max(end);

@@ -28,7 +28,7 @@ use sleet_plan::validate::WINDOW_START_COLUMN;
 use sleet_plan::{Aggregate, WindowEmit, WindowKind, WindowSpec};
 
 use crate::aggregate::{
-    fold_row, folds_for, merge_accumulators_from, read_accumulators, write_accumulators, Accumulator, Fold, Layout,
+    fold_row, folds_for, merge_accumulators, read_accumulators, write_accumulators, Accumulator, Fold, Layout,
     WindowRow,
 };
 use crate::cell::{column, sorted_keys, write_key, Reader};
@@ -449,7 +449,7 @@ impl WindowAggregateExec {
                 for (key, group) in groups {
                     match merged.get_mut(key) {
                         Some(into) => {
-                            merge_accumulators_from(&mut into.accumulators, &group.accumulators, &self.merge_folds);
+                            merge_accumulators(&mut into.accumulators, &group.accumulators, &self.merge_folds);
                             into.last_update_batch = into.last_update_batch.max(group.last_update_batch);
                             into.max_event_time = into.max_event_time.max(group.max_event_time);
                         }

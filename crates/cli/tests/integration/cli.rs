@@ -15,6 +15,18 @@ use common::{
     ysb_job_file, Reaper, INTERRUPTED,
 };
 
+/// `sleet submit JOB` to the driver at `address`, its stdout and stderr piped to the test.
+fn spawn_submit(job: &std::path::Path, address: &str) -> Child {
+    sleet()
+        .arg("submit")
+        .arg(job)
+        .args(["--driver", address])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("submit")
+}
+
 /// Starts a driver on `listen` and returns it with the address it printed.
 fn start_driver(listen: &str, extra: &[&str]) -> (Child, String) {
     common::start_driver_on(listen, extra)
@@ -63,14 +75,7 @@ fn ctrl_c_while_a_submitted_job_runs_stops_it_and_exits_130() {
     let job = ysb_job_file(&dir, "60s");
     let (driver, address) = start_driver("127.0.0.1:0", &[]);
     let processes = Reaper(vec![driver, start_worker(&address, &[])]);
-    let mut submit = sleet()
-        .arg("submit")
-        .arg(&job)
-        .args(["--driver", &address])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("submit");
+    let mut submit = spawn_submit(&job, &address);
     stderr_until(&mut submit, "events/s", Duration::from_secs(20));
     interrupt(&submit);
     let status = wait_with_limit(&mut submit, Duration::from_secs(15));
@@ -88,14 +93,7 @@ fn a_submit_whose_status_reader_goes_away_still_runs_its_job_to_the_end() {
     let job = ysb_job_file(&dir, "3s");
     let (driver, address) = start_driver("127.0.0.1:0", &[]);
     let _processes = Reaper(vec![driver, start_worker(&address, &[])]);
-    let mut submit = sleet()
-        .arg("submit")
-        .arg(&job)
-        .args(["--driver", &address])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("submit");
+    let mut submit = spawn_submit(&job, &address);
     // As `sleet submit … 2>&1 | head -n 1` does: one status line read, then the pipe closed.
     let mut status_lines = std::io::BufReader::new(submit.stderr.take().expect("piped"));
     let mut first = String::new();
