@@ -55,6 +55,10 @@ scripts/kafka.sh start --port 19092 --dir "$kafka_dir"
 trap 'scripts/kafka.sh stop --port 19092 --dir "$kafka_dir"' EXIT
 export SLEET_KAFKA_BROKERS=127.0.0.1:19092
 
+echo "== Chromium for the dashboard's browser test (Debian's package, installed once)"
+SLEET_CHROMIUM="$(scripts/chromium.sh ensure)"
+export SLEET_CHROMIUM
+
 echo "== tests (unit, integration, and the library crates' doc tests)"
 # Integration tests each start their own cluster; two at a time keeps a 2-core machine honest.
 # Targets named rather than cargo's default set, which would also build the examples.

@@ -5,7 +5,7 @@
 //! client and driver JSON; binary: the postcard messages between sleet processes; data: a
 //! fetched block's header and its block). Checked: no panic, no allocation the input does
 //! not pay for, and every frame read is re-encoded to exactly the bytes it was read from.
-//! The handshake is run over the same bytes too.
+//! The handshake is run over the same bytes too, with and without a cluster secret.
 
 #![no_main]
 
@@ -16,13 +16,18 @@ use libfuzzer_sys::fuzz_target;
 use sleet_fuzz as _;
 use sleet_block::{decode_block, encode_block};
 use sleet_wire::{
-    handshake, read_frame, write_frame, ClientRequest, DriverToClient, DriverToWorker, FetchedBlock, FrameKind,
+    auth::Secret, handshake, handshake_with, read_frame, write_frame, ClientRequest, DriverToClient, DriverToWorker, FetchedBlock, FrameKind,
     PeerRequest, Role, WorkerToDriver, MAX_FRAME_BYTES,
 };
 
 fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| tokio::runtime::Builder::new_current_thread().build().expect("a runtime"))
+}
+
+fn secret() -> &'static Secret {
+    static SECRET: OnceLock<Secret> = OnceLock::new();
+    SECRET.get_or_init(|| Secret::new("a fuzzing cluster's secret").expect("long enough"))
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -39,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
             write_frame(&mut encoded, frame.kind, &frame.payload).await.expect("a frame read back fits");
             assert_eq!(encoded, before[..consumed], "a frame re-encodes to the bytes it was read from");
             match frame.kind {
-                FrameKind::Hello => {}
+                FrameKind::Hello | FrameKind::Proof => {}
                 FrameKind::Control => {
                     let _ = frame.control::<ClientRequest>("fuzz");
                     let _ = frame.control::<DriverToClient>("fuzz");
@@ -60,8 +65,11 @@ fuzz_target!(|data: &[u8]| {
             }
         }
 
-        // The handshake reads the peer's hello from these bytes (and writes ours to a sink).
+        // The handshake reads the peer's hello from these bytes (and writes ours to a sink),
+        // without a secret and with one (then its proof and verdict come from them too).
         let mut stream = tokio::io::join(data, tokio::io::sink());
         let _ = handshake(&mut stream, Role::Worker).await;
+        let mut stream = tokio::io::join(data, tokio::io::sink());
+        let _ = handshake_with(&mut stream, Role::Worker, Some(secret())).await;
     });
 });

@@ -347,7 +347,7 @@ fn job(
         ..JobSettings::default()
     };
     settings.validate()?;
-    Ok(JobFile { plan, settings })
+    Ok(JobFile { plan, settings, query: None })
 }
 
 async fn run_once(

@@ -7,6 +7,7 @@
 //!          ├─▶ bench_sched (sched, shuffle)
 //!          ├─▶ bench_nexmark (q0–q2 and q7 as SQL scripts, checked against nexmark_check)
 //!          ├─▶ bench_recovery, bench_chaos (a worker or the driver lost mid-run)
+//!          ├─▶ bench_console (the driver's CPU with its console served and watched, or not)
 //!          └─▶ bench_bottleneck, bench_whatif ──▶ ysb_case (a run by its flags) ──▶ ysb_run
 //!  ysb_run ──▶ sleet_cli::{cluster, client} (processes, jobs), sleet_workloads (the job, its
 //!              ground truth), sink_watch + host_capacity + task_calibration (measuring),
@@ -18,6 +19,7 @@
 mod batch_figures;
 mod bench_bottleneck;
 mod bench_chaos;
+mod bench_console;
 mod bench_gateway;
 mod bench_nexmark;
 mod bench_recovery;
@@ -95,6 +97,10 @@ enum BenchWorkload {
     /// per event and latency at one rate or the largest sustained, each run checked exactly
     /// against the ground truth.
     Nexmark(bench_nexmark::BenchNexmarkArgs),
+    /// What serving the console costs the driver: its CPU with `--http`, one dashboard page
+    /// open in headless Chromium and a scrape of /metrics every second, against the same ysb
+    /// run without `--http`, in pairs of runs alternating the order.
+    Console(bench_console::BenchConsoleArgs),
 }
 
 fn main() -> ExitCode {
@@ -136,6 +142,7 @@ async fn run(workload: BenchWorkload) -> Result<ExitCode> {
             bench_nexmark::run(args).await?,
             Some("some query's results do not match the ground truth, or no probed rate was sustained"),
         ),
+        BenchWorkload::Console(args) => (bench_console::run(args).await?, None),
     };
     Ok(match (passed, mismatch) {
         (true, _) => ExitCode::SUCCESS,

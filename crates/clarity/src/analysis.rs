@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  RunSamples ──analyze()──▶ Analysis { model, breakdown, stragglers, blocked, utilization }
+//!             ──glance()───▶ Glance { model, breakdown parts, utilization }   (a live view)
 //! ```
 
 use std::collections::BTreeMap;
@@ -104,6 +105,28 @@ pub fn analyze(run: &RunSamples) -> Analysis {
     }
 }
 
+/// What a live view shows of the recent batches, about once a second: the model, the parts
+/// of a batch's latency and each worker's use of each resource. The per-batch columns,
+/// stragglers and blocked time of `Analysis` are left to a finished run's explanation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Glance {
+    pub batches: usize,
+    pub model: JobModel,
+    /// Each part over the batches, in pipeline order, end to end last.
+    pub breakdown: Vec<PartDistribution>,
+    pub utilization: Vec<ResourceUse>,
+}
+
+pub fn glance(run: &RunSamples) -> Glance {
+    let latency = breakdowns(&run.batches, &run.tasks, run.shape.batch_interval_ms);
+    Glance {
+        batches: run.batches.len(),
+        model: model(run),
+        breakdown: part_distributions(&latency),
+        utilization: resource_use(run),
+    }
+}
+
 fn per_second(run: &RunSamples, latency: &[LatencyBreakdown]) -> Vec<SecondParts> {
     let Some(first_close) = run.batches.iter().map(|batch| batch.closed_at_us).min() else { return Vec::new() };
     let mut seconds: BTreeMap<i64, Vec<LatencyBreakdown>> = BTreeMap::new();
@@ -176,5 +199,10 @@ mod tests {
             analysis.utilization.iter().map(|u| (u.worker, u.resource, u.seconds)).collect();
         assert_eq!(used.len(), 6, "{used:?}");
         assert_eq!(analysis.stragglers.stragglers, 0);
+
+        let glance = glance(&run);
+        assert_eq!(glance.model, analysis.model);
+        assert_eq!(glance.breakdown, analysis.breakdown.parts);
+        assert_eq!(glance.utilization, analysis.utilization);
     }
 }

@@ -33,7 +33,7 @@ pub mod stragglers;
 pub mod summary;
 pub mod whatif;
 
-pub use analysis::{analyze, Analysis, BreakdownReport, ResourceUse, SecondParts, StragglerSummary};
+pub use analysis::{analyze, glance, Analysis, BreakdownReport, Glance, ResourceUse, SecondParts, StragglerSummary};
 pub use blocked::{batch_blocked, blocked, BatchBlocked, BlockedReport, Blocker, BlockerSpeedup};
 pub use breakdown::{breakdown, breakdowns, part_distributions, LatencyBreakdown, PartDistribution, StageSpan};
 pub use error::ClarityError;

@@ -17,6 +17,8 @@ use crate::worker_limits::WorkerLimits;
 
 pub struct LocalCluster {
     pub driver_address: String,
+    /// Where the driver serves its dashboard, API and metrics, when asked to.
+    pub http_address: Option<String>,
     driver: Child,
     workers: Vec<Child>,
     pub log_dir: PathBuf,
@@ -95,6 +97,24 @@ impl LocalCluster {
         limits: &WorkerLimits,
         placement: Placement,
     ) -> Result<LocalCluster> {
+        LocalCluster::start_with(workers, cores_per_worker, log_dir, limits, placement, None)
+    }
+
+    /// A cluster whose driver serves its dashboard, API and metrics on `http` (a loopback
+    /// address; port 0 picks a free one, then in `http_address`).
+    pub fn start_serving(workers: u32, cores_per_worker: u32, log_dir: &Path, http: &str) -> Result<LocalCluster> {
+        let (limits, placement) = (WorkerLimits::default(), Placement::default());
+        LocalCluster::start_with(workers, cores_per_worker, log_dir, &limits, placement, Some(http))
+    }
+
+    fn start_with(
+        workers: u32,
+        cores_per_worker: u32,
+        log_dir: &Path,
+        limits: &WorkerLimits,
+        placement: Placement,
+        http: Option<&str>,
+    ) -> Result<LocalCluster> {
         std::fs::create_dir_all(log_dir).with_context(|| format!("creating log directory {}", log_dir.display()))?;
         // A new cluster's driver has no job to resume: checkpoints an earlier cluster left
         // here (a run stopped with Ctrl-C) would have it resume that one. `restart_driver`
@@ -107,9 +127,11 @@ impl LocalCluster {
         // A fresh log per cluster; a restarted driver appends to it.
         log_file(log_dir, "driver.log")?;
         let spawner = Spawner::start()?;
-        let (driver, driver_address) = start_driver(&spawner, &exe, "127.0.0.1:0", workers, log_dir)?;
+        let (driver, driver_address, http_address) =
+            start_driver(&spawner, &exe, "127.0.0.1:0", http, workers, log_dir)?;
         let mut cluster = LocalCluster {
             driver_address,
+            http_address,
             driver,
             workers: Vec::new(),
             log_dir: log_dir.to_path_buf(),
@@ -164,8 +186,16 @@ impl LocalCluster {
             signal_process(self.driver.id(), libc::SIGKILL, "the driver")?;
         }
         self.driver.wait().context("waiting for the killed driver")?;
-        let (driver, address) =
-            start_driver(&self.spawner, &self.exe, &self.driver_address, self.expect_workers, &self.log_dir)?;
+        let http = self.http_address.clone();
+        let (driver, address, http_address) = start_driver(
+            &self.spawner,
+            &self.exe,
+            &self.driver_address,
+            http.as_deref(),
+            self.expect_workers,
+            &self.log_dir,
+        )?;
+        self.http_address = http_address;
         anyhow::ensure!(
             address == self.driver_address,
             "the restarted driver listens on {address}, not {}",
@@ -333,16 +363,18 @@ fn signal_process(pid: u32, signal: i32, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Starts a driver on `listen` whose checkpoints (and state directory, under them) live in
-/// `log_dir`; its log is appended to `log_dir/driver.log`, so a restarted driver's follows
-/// its predecessor's. Returns it with the address it printed.
+/// Starts a driver on `listen` (serving its console on `http`, if given) whose checkpoints
+/// (and state directory, under them) live in `log_dir`; its log is appended to
+/// `log_dir/driver.log`, so a restarted driver's follows its predecessor's. Returns it with
+/// the addresses it printed.
 fn start_driver(
     spawner: &Spawner,
     exe: &Path,
     listen: &str,
+    http: Option<&str>,
     expect_workers: u32,
     log_dir: &Path,
-) -> Result<(Child, String)> {
+) -> Result<(Child, String, Option<String>)> {
     let log_path = log_dir.join("driver.log");
     let driver_log = std::fs::OpenOptions::new()
         .create(true)
@@ -356,10 +388,13 @@ fn start_driver(
         .arg(log_dir.join("checkpoints"))
         .stdout(Stdio::piped())
         .stderr(driver_log);
+    if let Some(http) = http {
+        command.args(["--http", http]);
+    }
     let mut driver = spawner.spawn(command).context("starting the driver process")?;
     let stdout = driver.stdout.take().ok_or_else(|| anyhow!("driver stdout is not piped"))?;
-    match read_driver_address(stdout) {
-        Ok(address) => Ok((driver, address)),
+    match read_driver_addresses(stdout, http.is_some()) {
+        Ok((address, http_address)) => Ok((driver, address, http_address)),
         Err(error) => {
             let _ = driver.kill();
             let _ = driver.wait();
@@ -421,34 +456,69 @@ fn log_file(dir: &Path, name: &str) -> Result<File> {
 /// dies of) a full or closed pipe; the thread ends when the child's stdout closes.
 fn read_first_line(
     stdout: std::process::ChildStdout,
-    mut rest: Box<dyn Write + Send>,
+    rest: Box<dyn Write + Send>,
     limit: Duration,
     what: &str,
 ) -> Result<(String, JoinHandle<()>)> {
+    let (mut lines, copier) = read_first_lines(stdout, rest, limit, what, 1)?;
+    Ok((lines.remove(0), copier))
+}
+
+/// `read_first_line` for the first `count` lines (addresses), each within `limit`.
+fn read_first_lines(
+    stdout: std::process::ChildStdout,
+    mut rest: Box<dyn Write + Send>,
+    limit: Duration,
+    what: &str,
+    count: usize,
+) -> Result<(Vec<String>, JoinHandle<()>)> {
     let (tx, rx) = std::sync::mpsc::channel();
     let copier = std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        let first = reader.read_line(&mut line).map(|_| line);
-        let _ = tx.send(first);
+        for _ in 0..count {
+            let mut line = String::new();
+            let read = reader.read_line(&mut line).map(|_| line);
+            if tx.send(read).is_err() {
+                return;
+            }
+        }
         let _ = std::io::copy(&mut reader, &mut rest);
     });
-    let line = rx
-        .recv_timeout(limit)
-        .map_err(|_| anyhow!("{what} did not print its address within {limit:?}"))?
-        .with_context(|| format!("reading the address of {what}"))?;
-    let address = line.trim();
-    anyhow::ensure!(!address.is_empty(), "{what} exited before printing its address");
-    Ok((address.to_string(), copier))
+    let mut lines = Vec::with_capacity(count);
+    for _ in 0..count {
+        let line = rx
+            .recv_timeout(limit)
+            .map_err(|_| anyhow!("{what} did not print its address within {limit:?}"))?
+            .with_context(|| format!("reading the address of {what}"))?;
+        let address = line.trim();
+        anyhow::ensure!(!address.is_empty(), "{what} exited before printing its address");
+        lines.push(address.to_string());
+    }
+    Ok((lines, copier))
 }
 
 /// The address a driver prints on its first line of stdout, within 15 s.
 pub fn read_driver_address(stdout: std::process::ChildStdout) -> Result<String> {
-    let (line, _copier) = read_first_line(stdout, Box::new(std::io::sink()), Duration::from_secs(15), "the driver")?;
-    match line.strip_prefix("sleet driver listening on ") {
-        Some(address) => Ok(address.to_string()),
-        None => bail!("the driver printed {line:?} instead of its address"),
-    }
+    Ok(read_driver_addresses(stdout, false)?.0)
+}
+
+/// The driver's address and, when it `serves` its console, the console's (its second line).
+pub fn read_driver_addresses(stdout: std::process::ChildStdout, serves: bool) -> Result<(String, Option<String>)> {
+    let count = if serves { 2 } else { 1 };
+    let (lines, _copier) =
+        read_first_lines(stdout, Box::new(std::io::sink()), Duration::from_secs(15), "the driver", count)?;
+    let address = match lines[0].strip_prefix("sleet driver listening on ") {
+        Some(address) => address.to_string(),
+        None => bail!("the driver printed {:?} instead of its address", lines[0]),
+    };
+    let http = match lines.get(1) {
+        None => None,
+        Some(line) => match line.strip_prefix(crate::console::SERVING_PREFIX) {
+            Some(url) => Some(url.trim_end_matches('/').to_string()),
+            None => bail!("the driver printed {line:?} instead of its console's address"),
+        },
+    };
+    Ok((address, http))
 }
 
 /// Starts a cluster's children from one thread that lives as long as the cluster. A child

@@ -30,6 +30,10 @@ pub struct DemoArgs {
     /// logs/ are replaced).
     #[arg(long)]
     pub force: bool,
+    /// Where the driver serves the live dashboard, its API and metrics (a loopback address;
+    /// port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:7078")]
+    pub http: String,
 }
 
 pub async fn run(args: DemoArgs) -> Result<()> {
@@ -44,7 +48,10 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         dead_letter_dir: Some(dead_letters.display().to_string()),
         ..args.ysb.options(args.workers, args.duration, sink)
     })?;
-    let cluster = LocalCluster::start(args.workers, 1, &run_dir.path.join("logs"))?;
+    let cluster = LocalCluster::start_serving(args.workers, 1, &run_dir.path.join("logs"), &args.http)?;
+    if let Some(http) = &cluster.http_address {
+        println!("sleet demo: dashboard on http://{http}/");
+    }
     println!(
         "sleet demo: driver on {}, {} workers (pids {:?}), ysb at {} events/s in {} ms batches, {}",
         cluster.driver_address,

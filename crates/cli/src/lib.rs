@@ -14,7 +14,10 @@
 //!  ingest        `sleet ingest`: the server of sleet-ingest, its address and final figures printed
 //!  entry         the async runtime, Ctrl-C (interrupt) and exit codes of a sleet process
 //!  worker_limits the worker's resource-limit flags, passed on by a local cluster
+//!  status        `sleet status`: the cluster and its job, from the driver's HTTP API
+//!  security      the cluster secret and TLS flags, installed for every connection; loopback without a secret
 //!  connector_check  the connectors' submission check, handed to the driver (which links none)
+//!  console       `driver --http`: the API, dashboard and metrics (sleet-console) beside the driver
 //!  memory        small pages only: the kernel's huge pages cost a growing heap its time
 //! ```
 //!
@@ -24,6 +27,7 @@ pub mod clarity_report;
 pub mod client;
 pub mod cluster;
 pub mod connector_check;
+pub mod console;
 pub mod demo;
 pub mod entry;
 pub mod explain;
@@ -32,6 +36,8 @@ pub mod interrupt;
 pub mod job_file;
 pub mod memory;
 pub mod run_dir;
+pub mod security;
 pub mod sql_file;
 pub mod state_report;
+pub mod status;
 pub mod worker_limits;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use sleet_cli::entry::{Frame, INTERRUPT_GRACE};
+use sleet_cli::security::SecurityArgs;
 use sleet_cli::state_report::{self, StateFullNotices};
 use sleet_cli::{client, demo, explain, ingest, interrupt, sql_file, worker_limits};
 use sleet_workloads::{duration_arg, gateway_job_file, gen_gateway, gen_nexmark, gen_ysb, ysb_input, ysb_job};
@@ -63,6 +64,13 @@ enum Command {
         /// CHECKPOINT_DIR/driver-state].
         #[arg(long)]
         state_dir: Option<PathBuf>,
+        /// Serve the dashboard, the JSON API (docs/api.md) and Prometheus metrics (/metrics)
+        /// on this loopback address, e.g. 127.0.0.1:7078 (port 0 picks a free one); the URL
+        /// is printed after the driver's address.
+        #[arg(long)]
+        http: Option<String>,
+        #[command(flatten)]
+        secret: SecurityArgs,
     },
     /// Run a worker that registers with the driver at HOST:PORT.
     Worker {
@@ -93,6 +101,8 @@ enum Command {
         /// come back); 0 gives up at once. A bare number is in seconds.
         #[arg(long, value_parser = duration_arg::seconds, default_value = "30s")]
         driver_reconnect: Duration,
+        #[command(flatten)]
+        secret: SecurityArgs,
     },
     /// Submit a job to a driver and follow it until it ends: a job file (JSON), or a SQL
     /// script (`.sql`: tables, settings and one query; an EXPLAIN script prints its plan).
@@ -100,6 +110,24 @@ enum Command {
         job_file: PathBuf,
         #[arg(long, default_value = "127.0.0.1:7077")]
         driver: String,
+        /// Print each progress report and the final summary as one JSON object a line on
+        /// stdout (`{"progress": …}`, then `{"summary": …}`; the fields of docs/api.md), not
+        /// status lines.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        secret: SecurityArgs,
+    },
+    /// Ask a driver's HTTP API (its --http address) how the cluster and its current job stand.
+    Status {
+        /// The driver's --http address.
+        #[arg(long, default_value = "127.0.0.1:7078")]
+        http: String,
+        /// Print the API's answers (the cluster and the job, as docs/api.md has them) as JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        secret: SecurityArgs,
     },
     /// Follow a job submitted earlier until it ends, e.g. after `submit` lost a driver that
     /// was restarted since.
@@ -108,6 +136,14 @@ enum Command {
         job: u64,
         #[arg(long, default_value = "127.0.0.1:7077")]
         driver: String,
+        #[command(flatten)]
+        secret: SecurityArgs,
+    },
+    /// Print the token the driver's HTTP API asks for, derived from the cluster secret
+    /// (--secret-file or SLEET_SECRET).
+    Token {
+        #[command(flatten)]
+        secret: SecurityArgs,
     },
     /// Compile a SQL script and print its job file (or, for EXPLAIN or with --explain, its
     /// logical and physical plan); errors name the line and column.
@@ -222,8 +258,18 @@ async fn run(command: Command) -> Result<ExitCode> {
             heartbeat_timeout,
             checkpoint_dir,
             state_dir,
+            http,
+            secret,
         } => {
             arm_failpoints()?;
+            let secret = secret.install(true)?;
+            sleet_cli::security::check_exposure("--listen", &listen, secret.as_ref())?;
+            if secret.is_none() {
+                eprintln!(
+                    "sleet driver: no cluster secret (--secret-file or SLEET_SECRET): nobody is authenticated, so only \
+                     loopback addresses are served"
+                );
+            }
             anyhow::ensure!(expect_workers >= 1, "--expect-workers must be at least 1");
             anyhow::ensure!(
                 heartbeat_timeout >= heartbeat_interval * 2,
@@ -245,10 +291,18 @@ async fn run(command: Command) -> Result<ExitCode> {
                 state_dir,
             };
             let connectors = std::sync::Arc::new(sleet_cli::connector_check::ConnectorResolver);
-            sleet_driver::run(config, connectors).await.context("driver failed")?;
+            match http {
+                Some(http) => {
+                    let listener = sleet_cli::console::bind(&http, secret.as_ref()).await?;
+                    let observe = sleet_cli::console::serve_beside(listener, secret);
+                    sleet_driver::run_observed(config, connectors, observe).await.context("driver failed")?
+                }
+                None => sleet_driver::run(config, connectors).await.context("driver failed")?,
+            }
         }
-        Command::Worker { driver, cores, listen, advertise, name, cpus, limits, driver_reconnect } => {
+        Command::Worker { driver, cores, listen, advertise, name, cpus, limits, driver_reconnect, secret } => {
             arm_failpoints()?;
+            secret.install(true)?;
             let config = sleet_worker::WorkerConfig {
                 driver_address: driver,
                 cores,
@@ -272,7 +326,8 @@ async fn run(command: Command) -> Result<ExitCode> {
                 compiled => print!("{}", sleet_sql::explain(compiled.job())?),
             }
         }
-        Command::Submit { job_file, driver } => {
+        Command::Submit { job_file, driver, json, secret } => {
+            secret.install(false)?;
             let job = if sql_file::is_sql(&job_file) {
                 let defaults = sql_file::SqlDefaults::here(sleet_wire::clock::now_ms())?;
                 match sql_file::read_sql_file(&job_file, &defaults)? {
@@ -287,12 +342,30 @@ async fn run(command: Command) -> Result<ExitCode> {
                     std::fs::read_to_string(&job_file).with_context(|| format!("reading {}", job_file.display()))?;
                 sleet_cli::job_file::read_job_file(&job_file, &text)?
             };
+            if json {
+                let on_progress = |progress: &sleet_wire::JobProgress| {
+                    println!("{}", serde_json::json!({ "progress": progress }));
+                };
+                let summary = client::run_job(&driver, job, on_progress, interrupt::wait()).await?;
+                println!("{}", serde_json::json!({ "summary": summary_figures(&summary) }));
+                return Ok(ExitCode::SUCCESS);
+            }
             let mut notices = StateFullNotices::default();
             let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
             let summary = client::run_job(&driver, job, on_progress, interrupt::wait()).await?;
             print_summary(&summary, &mut notices);
         }
-        Command::Attach { job, driver } => {
+        Command::Status { http, json, secret } => {
+            let token = secret.install(false)?.map(|secret| secret.api_token());
+            let status =
+                tokio::task::spawn_blocking(move || sleet_cli::status::fetch(&http, token.as_deref())).await??;
+            match json {
+                true => println!("{}", serde_json::to_string_pretty(&status)?),
+                false => print!("{}", sleet_cli::status::describe(&status)),
+            }
+        }
+        Command::Attach { job, driver, secret } => {
+            secret.install(false)?;
             let mut notices = StateFullNotices::default();
             let on_progress = |progress: &sleet_wire::JobProgress| print_progress(progress, &mut notices);
             let summary = client::attach_job(&driver, job, on_progress, interrupt::wait()).await?;
@@ -320,6 +393,10 @@ async fn run(command: Command) -> Result<ExitCode> {
             let job = gateway_job_file::gateway_job_file(&args, sleet_wire::clock::now_ms())?;
             println!("{}", job.to_json());
         }
+        Command::Token { secret } => match secret.install(false)? {
+            Some(secret) => println!("{}", secret.api_token()),
+            None => anyhow::bail!("no cluster secret: give --secret-file FILE or set SLEET_SECRET"),
+        },
         Command::Explain(args) => explain::run(&args)?,
         Command::Ingest(args) => ingest::run(args).await?,
         Command::Gen { workload: GenWorkload::Ysb(args) } => {
@@ -359,6 +436,23 @@ fn print_progress(progress: &sleet_wire::JobProgress, notices: &mut StateFullNot
     for notice in notices.new_notices(progress) {
         sleet_cli::entry::say(&notice.to_string());
     }
+}
+
+/// A job's summary without its per-batch records and samples, which make it megabytes.
+fn summary_figures(summary: &sleet_wire::JobSummary) -> serde_json::Value {
+    serde_json::json!({
+        "job": summary.job,
+        "start_ms": summary.start_ms,
+        "end_ms": summary.end_ms,
+        "batches_total": summary.batches_total,
+        "events_in": summary.events_in,
+        "dead_letters": summary.dead_letters,
+        "late_rows_dropped": summary.late_rows_dropped,
+        "sink_rows": summary.sink_rows,
+        "recoveries": summary.recoveries,
+        "rebalances": summary.rebalances,
+        "restarts": summary.restarts,
+    })
 }
 
 fn print_summary(summary: &sleet_wire::JobSummary, notices: &mut StateFullNotices) {

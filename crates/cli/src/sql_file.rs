@@ -33,7 +33,24 @@ impl SqlDefaults {
 /// Compiles the script at `path` (its text is `text`); a bare SELECT's job is named after the
 /// file.
 pub fn compile_sql_file(path: &Path, text: &str, defaults: &SqlDefaults) -> Result<Compiled> {
-    let base = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let base = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_stem().map_or_else(|| "sql".to_string(), |stem| stem.to_string_lossy().into_owned());
+    compile_in(base, &name, text, defaults).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
+}
+
+/// Compiles a script that came without a file (posted to the driver's API): the files it
+/// names are read from the current directory, and a bare SELECT's job is called `name`.
+pub fn compile_sql_text(name: &str, text: &str, defaults: &SqlDefaults) -> Result<Compiled> {
+    compile_in(Path::new("."), name, text, defaults).map_err(|error| anyhow::anyhow!("{error}"))
+}
+
+fn compile_in(
+    base: &Path,
+    job_name: &str,
+    text: &str,
+    defaults: &SqlDefaults,
+) -> Result<Compiled, sleet_sql::SqlError> {
+    let base = base.to_path_buf();
     let read_file = move |name: &str| {
         let resolved = base.join(name);
         std::fs::read_to_string(&resolved).map_err(|error| format!("reading {}: {error}", resolved.display()))
@@ -41,14 +58,14 @@ pub fn compile_sql_file(path: &Path, text: &str, defaults: &SqlDefaults) -> Resu
     let settings = JobSettings { dead_letter_dir: Some(defaults.dead_letter_dir.clone()), ..JobSettings::default() };
     let options = SqlOptions {
         default_sink: SinkSpec::JsonLines { dir: defaults.results_dir.clone() },
-        job_name: path.file_stem().map_or_else(|| "sql".to_string(), |stem| stem.to_string_lossy().into_owned()),
+        job_name: job_name.to_string(),
         // A generator that simulates time from a start begins a moment after the script is
         // compiled, on a whole second, as `sleet job gateway` does.
         start_ms: (defaults.now_ms + 5_000) / 1_000 * 1_000,
         settings,
         read_file: &read_file,
     };
-    compile(text, &options).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
+    compile(text, &options)
 }
 
 /// Reads and compiles a script; the error names the file.

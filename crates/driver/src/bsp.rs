@@ -163,7 +163,7 @@ pub async fn run(
         batch += 1;
         if now - last_progress_ms >= PROGRESS_EVERY_MS {
             last_progress_ms = now;
-            let _ = replies.try_send(DriverToClient::Progress(Box::new(session.stats.progress(now))));
+            link.publish_progress(session, attempt, replies, |_| {});
         }
     }
     Ok(())

@@ -17,6 +17,7 @@ use sleet_wire::clock::BatchClock;
 use sleet_wire::{JobId, PartitionSnapshot, RestorePoint};
 
 use crate::batch_ledger::CompletedBatch;
+use crate::live::CheckpointFigures;
 
 /// A complete checkpoint: the state every stateful partition had after `batch`, and where
 /// every source partition's next read starts.
@@ -52,6 +53,8 @@ pub struct Checkpoints {
     store: Option<DirectoryStore>,
     /// Every attempt's id: each may have left snapshots, complete or not.
     attempts: Vec<JobId>,
+    /// Checkpoints recorded by this driver.
+    recorded: u64,
 }
 
 impl Checkpoints {
@@ -66,6 +69,7 @@ impl Checkpoints {
             latest: None,
             store,
             attempts: vec![job],
+            recorded: 0,
         }
     }
 
@@ -137,6 +141,7 @@ impl Checkpoints {
         sleet_failpoint::hit("driver-before-checkpoint-record");
         store.put(&record_name(self.job), &bytes)?;
         sleet_failpoint::hit("driver-after-checkpoint-record");
+        self.recorded += 1;
         if let Some(previous) = self.latest.replace(record) {
             store.delete_all(&snapshot_folder(previous.attempt_job, previous.batch))?;
         }
@@ -158,6 +163,15 @@ impl Checkpoints {
 
     pub fn latest(&self) -> Option<&CheckpointRecord> {
         self.latest.as_ref()
+    }
+
+    /// What the live view shows: how many were recorded, and the latest.
+    pub fn figures(&self) -> CheckpointFigures {
+        CheckpointFigures {
+            taken: self.recorded,
+            last_batch: self.latest.as_ref().map(|latest| latest.batch),
+            last_at_ms: self.latest.as_ref().map(|latest| latest.recorded_at_ms),
+        }
     }
 
     /// A new attempt starts: marks of the old one will never complete, and the interval

@@ -26,6 +26,7 @@ use crate::error::DriverError;
 use crate::event::{ClientId, DriverEvent};
 use crate::job_link::{Attempt, JobEvent, JobLink, JobSession, RunningJob};
 use crate::job_state::{plan_resume, read_checkpoint, ResumePlan, SavedFigures, SavedJob, StateDir};
+use crate::live::{DriverFacts, JobStart, JobState, JobUpdate, LiveView};
 use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
@@ -74,9 +75,26 @@ const END_JOB_WAIT: Duration = Duration::from_secs(10);
 /// the job's registration before its first batch closes.
 const REGISTRATION_LEAD_MS: i64 = 300;
 
+/// What the driver hands whoever observes and steers it from outside the wire protocol (the
+/// HTTP API): its live state, and the queue its clients' requests go through.
+#[derive(Clone)]
+pub struct DriverHandles {
+    pub live: LiveView,
+    pub events: mpsc::Sender<DriverEvent>,
+}
+
 /// Binds, prints `sleet driver listening on ADDR` on stdout, and serves until `Shutdown`.
 /// `connectors` checks each submitted job's source and sink before it is planned.
 pub async fn run(config: DriverConfig, connectors: Arc<dyn ConnectorCheck>) -> Result<(), DriverError> {
+    run_observed(config, connectors, |_| {}).await
+}
+
+/// `run`, and `observe` is given the driver's handles once it listens, before it serves.
+pub async fn run_observed(
+    config: DriverConfig,
+    connectors: Arc<dyn ConnectorCheck>,
+    observe: impl FnOnce(DriverHandles),
+) -> Result<(), DriverError> {
     let listener = TcpListener::bind(&config.listen).await?;
     let address = listener.local_addr()?;
     // Workers resolve the path themselves, from wherever they were started.
@@ -96,6 +114,10 @@ pub async fn run(config: DriverConfig, connectors: Arc<dyn ConnectorCheck>) -> R
     std::io::stdout().flush()?;
     let (events_tx, events) = mpsc::channel(EVENT_QUEUE_LEN_MAX);
     let liveness = Arc::new(Liveness::default());
+    let driver =
+        DriverFacts { address: address.to_string(), http: None, pid: std::process::id(), started_ms: now_ms() };
+    let live = LiveView::new(driver, Arc::clone(&liveness));
+    observe(DriverHandles { live: live.clone(), events: events_tx.clone() });
     tokio::spawn(watch_heartbeats(Arc::clone(&liveness), config.heartbeats, events_tx.clone()));
     // Microseconds since the epoch: a restarted driver's is larger than its predecessor's.
     let incarnation = sleet_wire::clock::now_us() as u64;
@@ -103,7 +125,8 @@ pub async fn run(config: DriverConfig, connectors: Arc<dyn ConnectorCheck>) -> R
     let coordinator = Coordinator {
         config,
         connectors,
-        membership: Membership::default(),
+        membership: Membership::observed_by(live.clone()),
+        live,
         events,
         next_job,
         shutting_down: false,
@@ -172,6 +195,7 @@ struct Coordinator {
     config: DriverConfig,
     connectors: Arc<dyn ConnectorCheck>,
     membership: Membership,
+    live: LiveView,
     events: mpsc::Receiver<DriverEvent>,
     next_job: JobId,
     shutting_down: bool,
@@ -213,6 +237,7 @@ impl Coordinator {
     }
 
     async fn run_job(&mut self, client: ClientId, job_file: JobFile, replies: mpsc::Sender<DriverToClient>) {
+        let submitted_ms = now_ms();
         let job_file = match check_outside_systems(job_file, Arc::clone(&self.connectors)).await {
             Ok(job_file) => job_file,
             Err(reason) => {
@@ -253,6 +278,14 @@ impl Coordinator {
         let accepted = DriverToClient::Accepted { job, workers: workers.len() as u32, start_ms: clock.start_ms };
         let _ = replies.send(accepted).await;
         let scheduler = job_file.settings.scheduler;
+        let start = JobStart {
+            id: job,
+            job_file: job_file.clone(),
+            workers: workers.clone(),
+            submitted_ms,
+            start_ms: clock.start_ms,
+        };
+        self.live.job_started(start, scheduler.to_string());
         eprintln!(
             "sleet driver: job {job} `{}` starts at {} on workers {workers:?} ({scheduler} scheduler)",
             job_file.plan.name, clock.start_ms
@@ -313,6 +346,14 @@ impl Coordinator {
             stage_timeout: Duration::from_secs(self.config.stage_timeout_s),
         };
         let workers = self.membership.ids();
+        let start = JobStart {
+            id: job,
+            job_file: saved.job_file.clone(),
+            workers: workers.clone(),
+            submitted_ms: read_at_ms,
+            start_ms: saved.clock.start_ms,
+        };
+        self.live.job_started(start, saved.job_file.settings.scheduler.to_string());
         let restart = RestartRecord {
             restart: 0,
             at_ms: read_at_ms,
@@ -349,6 +390,7 @@ impl Coordinator {
             eprintln!("sleet driver: {}", sleet_wire::error_chain(&error));
         }
         let outcome = client_outcome(job, result);
+        self.show_end(job, &outcome);
         match &outcome {
             DriverToClient::Finished(summary) => {
                 eprintln!("sleet driver: job {job} finished after {} batches", summary.batches_total)
@@ -358,6 +400,38 @@ impl Coordinator {
         }
         let _ = replies.send(outcome.clone()).await;
         self.last_outcome = Some((job, outcome));
+    }
+
+    /// The live view's last word on a job: the summary's totals, and how it ended.
+    fn show_end(&self, job: JobId, outcome: &DriverToClient) {
+        let now = now_ms();
+        match outcome {
+            DriverToClient::Finished(summary) => {
+                if let Some(mut view) = self.live.job_figures(job) {
+                    let mut progress = view.progress.take().unwrap_or_default();
+                    progress.job = job;
+                    progress.batches_done = summary.batches_total;
+                    progress.events_in = summary.events_in;
+                    progress.dead_letters = summary.dead_letters;
+                    progress.late_rows_dropped = summary.late_rows_dropped;
+                    let update = JobUpdate {
+                        progress,
+                        workers: view.workers,
+                        checkpoints: view.checkpoints,
+                        recoveries: summary.recoveries.clone(),
+                        rebalances: summary.rebalances.clone(),
+                        restarts: summary.restarts.clone(),
+                        ..JobUpdate::default()
+                    };
+                    self.live.job_updated(job, update);
+                }
+                self.live.job_ended(job, JobState::Finished, None, now);
+            }
+            DriverToClient::Failed { reason, .. } => {
+                self.live.job_ended(job, JobState::Failed, Some(reason.clone()), now)
+            }
+            _ => {}
+        }
     }
 
     /// A client asks to follow `job`: it joins the running job's watchers, or hears how the
@@ -664,6 +738,7 @@ impl Coordinator {
             job,
             client,
             watchers,
+            live: self.live.clone(),
         }
     }
 

@@ -167,7 +167,12 @@ pub async fn run(
         }
         if Instant::now() >= next_progress {
             next_progress = Instant::now() + PROGRESS_EVERY;
-            let _ = replies.try_send(DriverToClient::Progress(Box::new(scheduler.progress())));
+            let group_size = scheduler.policy.size();
+            let overhead =
+                scheduler.session.stats.last_group().map(|group| group.overhead_average.unwrap_or(group.overhead));
+            link.publish_progress(scheduler.session, attempt, replies, |progress| {
+                (progress.group_size, progress.overhead) = (Some(group_size), overhead);
+            });
         }
     }
     // Ended early for joined workers: the coordinator moves partitions to them and goes on.
@@ -286,13 +291,5 @@ impl GroupScheduler<'_> {
         }
         self.tracker.truncate(last_batch);
         self.close_finished_groups(now_ms());
-    }
-
-    fn progress(&self) -> sleet_wire::JobProgress {
-        let mut progress = self.session.stats.progress(now_ms());
-        progress.group_size = Some(self.policy.size());
-        progress.overhead =
-            self.session.stats.last_group().map(|group| group.overhead_average.unwrap_or(group.overhead));
-        progress
     }
 }

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use sleet_clarity::ClusterShape;
 use sleet_plan::PhysicalPlan;
-use sleet_wire::clock::BatchClock;
+use sleet_wire::clock::{now_ms, BatchClock};
 use sleet_wire::{
-    DriverToClient, DriverToWorker, JobId, RestartRecord, StatusBatch, TaskId, TaskReport, TaskStats, WorkerId,
-    WorkerToDriver,
+    DriverToClient, DriverToWorker, JobId, JobProgress, RestartRecord, StatusBatch, TaskId, TaskReport, TaskStats,
+    WorkerId, WorkerToDriver,
 };
 use tokio::sync::mpsc;
 
@@ -21,6 +21,7 @@ use crate::error::DriverError;
 use crate::event::{ClientId, DriverEvent};
 use crate::intake::take_reports;
 use crate::job_state::{SavedFigures, StateDir, FIGURES_SAVE_INTERVAL_MS, SAVED_REPLAY_ENTRIES_MAX};
+use crate::live::{JobUpdate, LiveView};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
@@ -224,6 +225,8 @@ pub struct JobLink<'a> {
     pub client: ClientId,
     /// Clients following the job; one that attaches now joins them.
     pub watchers: Watchers,
+    /// What the API and the dashboard show.
+    pub live: LiveView,
 }
 
 impl JobLink<'_> {
@@ -266,16 +269,43 @@ impl JobLink<'_> {
                     let reason = format!("the driver runs job {}, not job {job}", self.job);
                     let _ = replies.send(DriverToClient::Rejected { reason }).await;
                 }
-                DriverEvent::Stop { job } if job == self.job => return JobEvent::Stop,
+                DriverEvent::Stop { job } if job == self.job => return self.stop(),
                 DriverEvent::Stop { .. } => {}
-                DriverEvent::ClientGone { client } if client == self.client => return JobEvent::Stop,
+                DriverEvent::ClientGone { client } if client == self.client => return self.stop(),
                 DriverEvent::ClientGone { .. } => {}
                 DriverEvent::Shutdown => {
                     *self.shutting_down = true;
-                    return JobEvent::Stop;
+                    return self.stop();
                 }
             }
         }
+    }
+
+    fn stop(&self) -> JobEvent {
+        self.live.stop_requested(self.job);
+        JobEvent::Stop
+    }
+
+    /// About once a second: the job's progress to its clients, and everything the live view
+    /// shows of it. `decorate` adds what only the scheduler knows (the group size).
+    pub fn publish_progress(
+        &self,
+        session: &mut JobSession,
+        attempt: &Attempt,
+        replies: &mpsc::Sender<DriverToClient>,
+        decorate: impl FnOnce(&mut JobProgress),
+    ) {
+        let now = now_ms();
+        let (mut progress, update) = session.stats.live_tick(now, self.live.looked_at(now));
+        decorate(&mut progress);
+        let _ = replies.try_send(DriverToClient::Progress(Box::new(progress.clone())));
+        let update = JobUpdate {
+            progress,
+            workers: attempt.placement.workers().to_vec(),
+            checkpoints: session.checkpoints.figures(),
+            ..update
+        };
+        self.live.job_updated(self.job, update);
     }
 
     /// Tells the attempt's workers of the checkpoint recorded since the last call, so they

@@ -254,6 +254,7 @@ mod tests {
             job_file: JobFile {
                 plan: sleet_plan::Plan { name: "t".into(), nodes: Vec::new() },
                 settings: sleet_plan::JobSettings::default(),
+                query: None,
             },
             clock: BatchClock::new(0, 100),
             attempt,

@@ -36,6 +36,7 @@ pub mod group_tracker;
 pub mod intake;
 pub mod job_link;
 pub mod job_state;
+pub mod live;
 pub mod liveness;
 pub mod membership;
 pub mod placement;
@@ -49,6 +50,6 @@ pub mod surviving_outputs;
 pub mod watchers;
 
 pub use connector_check::ConnectorCheck;
-pub use coordinator::{run, DriverConfig};
+pub use coordinator::{run, run_observed, DriverConfig, DriverHandles};
 pub use error::DriverError;
 pub use liveness::HeartbeatSettings;

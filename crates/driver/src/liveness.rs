@@ -74,6 +74,16 @@ impl Liveness {
         true
     }
 
+    /// Every watched worker's silence so far, in ms, for whoever shows the cluster.
+    pub fn heartbeat_ages_ms(&self) -> HashMap<WorkerId, i64> {
+        let now = Instant::now();
+        let workers = self.workers.lock().expect("liveness lock");
+        workers
+            .iter()
+            .map(|(worker, watched)| (*worker, now.saturating_duration_since(watched.last_beat).as_millis() as i64))
+            .collect()
+    }
+
     /// When the first watched worker's silence will pass `timeout` unless it beats first;
     /// `None` when none is watched.
     fn first_deadline(&self, timeout: Duration) -> Option<Instant> {

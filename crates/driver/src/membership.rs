@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 
 use sleet_wire::{DriverToWorker, WorkerId};
+
+use crate::live::LiveView;
 use tokio::sync::mpsc;
 
 /// A control message already encoded by the coordinator. Encoding where the decision is
@@ -42,15 +44,28 @@ impl WorkerHandle {
 #[derive(Debug, Default)]
 pub struct Membership {
     workers: BTreeMap<WorkerId, WorkerHandle>,
+    /// Told of every join and leave, here where they all happen.
+    live: Option<LiveView>,
 }
 
 impl Membership {
+    pub fn observed_by(live: LiveView) -> Self {
+        Membership { workers: BTreeMap::new(), live: Some(live) }
+    }
+
     pub fn join(&mut self, handle: WorkerHandle) {
+        if let Some(live) = &self.live {
+            live.worker_joined(&handle, sleet_wire::clock::now_ms());
+        }
         self.workers.insert(handle.id, handle);
     }
 
     pub fn leave(&mut self, worker: WorkerId) -> Option<WorkerHandle> {
-        self.workers.remove(&worker)
+        let left = self.workers.remove(&worker);
+        if let (Some(live), Some(_)) = (&self.live, &left) {
+            live.worker_left(worker, sleet_wire::clock::now_ms());
+        }
+        left
     }
 
     pub fn get(&self, worker: WorkerId) -> Option<&WorkerHandle> {

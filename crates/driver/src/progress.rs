@@ -16,6 +16,7 @@ use sleet_wire::{
 
 use crate::batch_ledger::CompletedBatch;
 use crate::job_state::SavedFigures;
+use crate::live::JobUpdate;
 use crate::samples::SampleLog;
 
 /// Progress reports cover the windows closed in this much recent time.
@@ -87,6 +88,10 @@ pub struct JobStats {
     restarts: Vec<RestartRecord>,
     /// The model's input: the most recent batches' task and batch samples.
     samples: SampleLog,
+    /// Batch and group records pushed so far, and as many as the live view has been given:
+    /// each update carries only what is new.
+    records_pushed: (u64, u64),
+    records_published: (u64, u64),
 }
 
 /// A set of batch numbers that stays small over a long job: batches complete almost in
@@ -221,6 +226,7 @@ impl JobStats {
 
     pub fn push_group(&mut self, record: GroupRecord) {
         self.samples.group_closed(&record);
+        self.records_pushed.1 += 1;
         if self.groups.len() == GROUP_RECORDS_MAX {
             self.groups.pop_front();
         }
@@ -286,6 +292,7 @@ impl JobStats {
         }
         self.kept_source_ranges += completed.record.source_ranges.len();
         self.batches.push_back(completed.record);
+        self.records_pushed.0 += 1;
         while self.batches.len() > BATCH_RECORDS_MAX
             || (self.kept_source_ranges > SOURCE_RANGES_KEPT_MAX && self.batches.len() > 1)
         {
@@ -312,6 +319,34 @@ impl JobStats {
     }
 
     pub fn progress(&self, now_ms: i64) -> JobProgress {
+        let bottleneck = self.live_bottleneck();
+        self.progress_with(now_ms, bottleneck)
+    }
+
+    /// Progress, and what the live view shows beyond it: the records new since the last
+    /// update and, when someone is `looking`, the samples of the recent batches the progress's
+    /// bottleneck was modelled from (gathered anyway, so handing them over costs nothing).
+    pub fn live_tick(&mut self, now_ms: i64, looking: bool) -> (JobProgress, JobUpdate) {
+        let recent = self.samples.recent(LIVE_MODEL_SPAN_US, LIVE_MODEL_BATCHES_MAX);
+        let bottleneck = recent.as_ref().map(|recent| sleet_clarity::model(recent).bottleneck.to_string());
+        let progress = self.progress_with(now_ms, bottleneck);
+        let new_batches = (self.records_pushed.0 - self.records_published.0).min(self.batches.len() as u64) as usize;
+        let new_groups = (self.records_pushed.1 - self.records_published.1).min(self.groups.len() as u64) as usize;
+        self.records_published = self.records_pushed;
+        let update = JobUpdate {
+            progress: progress.clone(),
+            batches: self.batches.iter().skip(self.batches.len() - new_batches).cloned().collect(),
+            groups: self.groups.iter().skip(self.groups.len() - new_groups).cloned().collect(),
+            recoveries: self.recoveries.clone(),
+            rebalances: self.rebalances.clone(),
+            restarts: self.restarts.clone(),
+            recent: recent.filter(|_| looking),
+            ..JobUpdate::default()
+        };
+        (progress, update)
+    }
+
+    fn progress_with(&self, now_ms: i64, bottleneck: Option<String>) -> JobProgress {
         let recent: Vec<f64> = self.recent_latencies.iter().map(|(_, latency)| *latency as f64).collect();
         let last_second: u64 = self
             .batches
@@ -332,7 +367,7 @@ impl JobStats {
             group_size: None,
             overhead: None,
             source_waiting: self.source_waiting.clone(),
-            bottleneck: self.live_bottleneck(),
+            bottleneck,
             late_rows_dropped: self.late_rows_dropped,
             state: self.state,
             state_full: self.state_full.clone(),

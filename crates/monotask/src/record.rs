@@ -14,6 +14,15 @@ pub enum Resource {
 impl Resource {
     /// Every resource, in declaration order (the order of their discriminants).
     pub const ALL: [Resource; 3] = [Resource::Cpu, Resource::Net, Resource::Disk];
+
+    /// The name the result files and the API use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Cpu => "cpu",
+            Resource::Net => "net",
+            Resource::Disk => "disk",
+        }
+    }
 }
 
 /// What a monotask did. The resource it used is recorded beside it, by the scheduler that

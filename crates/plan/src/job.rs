@@ -224,6 +224,10 @@ impl JobSettings {
 pub struct JobFile {
     pub plan: Plan,
     pub settings: JobSettings,
+    /// The SQL text the job was compiled from, when it was: the driver shows it beside the
+    /// plan. Nothing runs from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
 }
 
 impl JobFile {

@@ -132,7 +132,10 @@ pub fn compile(text: &str, options: &SqlOptions) -> Result<Compiled, SqlError> {
                 settings::apply(&unquoted(variable), &value, at, &mut job_settings, &mut query_settings)?;
             }
             Statement::Insert(_) | Statement::Query(_) => {
-                let job = plan_statement(&statement, at, &catalog, &views, &query_settings, &job_settings, options)?;
+                let mut job =
+                    plan_statement(&statement, at, &catalog, &views, &query_settings, &job_settings, options)?;
+                // The whole script: its tables and settings say as much about the job as its query.
+                job.query = Some(text.trim().to_string());
                 compiled = Some((Compiled::Job(job), at));
             }
             Statement::Explain { statement: inner, analyze: false, .. } => {
@@ -206,7 +209,7 @@ fn plan_statement(
             _ => None,
         };
     }
-    let job = JobFile { plan: Plan { name, nodes }, settings };
+    let job = JobFile { plan: Plan { name, nodes }, settings, query: None };
     job.check().map_err(|error| SqlError::new(at, SqlErrorKind::Plan(error)))?;
     Ok(job)
 }

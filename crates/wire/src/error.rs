@@ -29,6 +29,12 @@ pub enum WireError {
     UnsupportedColumnType { column: String, data_type: String },
     #[error("data block cannot carry {what} {length}: the limit is {limit}")]
     BlockTooLarge { what: &'static str, length: u64, limit: u64 },
+    /// The cluster secret was not proven, one way or the other; the reason says which.
+    #[error("authentication failed: {0}")]
+    Unauthenticated(String),
+    /// TLS was asked for and could not be set up; the reason names the file or the peer.
+    #[error("TLS: {0}")]
+    Tls(String),
     /// The socket failed; reconnecting may help.
     #[error("connection failed")]
     Io(#[source] std::io::Error),

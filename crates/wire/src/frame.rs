@@ -11,13 +11,14 @@
 
 use serde::{de::DeserializeOwned, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
+use crate::auth::{self, Secret};
 use crate::error::WireError;
+use crate::tls;
 
 /// Bumped on any incompatible change to frames or messages.
-pub const PROTOCOL_VERSION: u16 = 7;
+pub const PROTOCOL_VERSION: u16 = 8;
 /// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
 const MAGIC: [u8; 4] = *b"SLET";
@@ -28,6 +29,8 @@ pub enum FrameKind {
     Control = 2,
     Data = 3,
     Binary = 4,
+    /// A handshake's proof of the cluster secret, or its verdict.
+    Proof = 5,
 }
 
 impl FrameKind {
@@ -37,6 +40,7 @@ impl FrameKind {
             2 => Ok(FrameKind::Control),
             3 => Ok(FrameKind::Data),
             4 => Ok(FrameKind::Binary),
+            5 => Ok(FrameKind::Proof),
             other => Err(WireError::UnknownFrameKind(other)),
         }
     }
@@ -47,6 +51,7 @@ impl FrameKind {
             FrameKind::Control => "control",
             FrameKind::Data => "data",
             FrameKind::Binary => "binary",
+            FrameKind::Proof => "proof",
         }
     }
 }
@@ -232,15 +237,28 @@ pub async fn write_data<W: AsyncWrite + Unpin, T: Serialize>(
     write_frame(writer, FrameKind::Data, &payload).await
 }
 
-/// Sends our hello and checks the peer's: same magic, same version. Returns the peer's role.
+/// Sends our hello and checks the peer's: same magic, same version, and the process's
+/// cluster secret proven both ways when it has one (`auth`). Returns the peer's role.
 pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, role: Role) -> Result<Role, WireError> {
-    let mut hello = Vec::with_capacity(7);
+    handshake_with(stream, role, auth::process_secret()).await
+}
+
+/// `handshake` with `secret` instead of the process's.
+pub async fn handshake_with<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    role: Role,
+    secret: Option<&Secret>,
+) -> Result<Role, WireError> {
+    let mine = secret.map(|_| auth::nonce());
+    let mut hello = Vec::with_capacity(8 + auth::NONCE_BYTES);
     hello.extend_from_slice(&MAGIC);
     hello.extend_from_slice(&PROTOCOL_VERSION.to_be_bytes());
     hello.push(role as u8);
+    hello.push(u8::from(mine.is_some()));
+    hello.extend_from_slice(mine.as_ref().map_or(&[][..], |nonce| &nonce[..]));
     write_frame(stream, FrameKind::Hello, &hello).await?;
     stream.flush().await?;
-    let frame = read_frame(stream, 64).await?.ok_or(WireError::Truncated)?;
+    let frame = read_frame(stream, 64).await.map_err(tls_instead_of_hello)?.ok_or(WireError::Truncated)?;
     if frame.kind != FrameKind::Hello {
         return Err(WireError::UnexpectedFrame { expected: "hello", found: frame.kind.name() });
     }
@@ -251,38 +269,155 @@ pub async fn handshake<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S, role: 
         magic[..shown].copy_from_slice(&payload[..shown]);
         return Err(WireError::BadMagic(magic));
     }
-    if payload.len() != 7 {
+    if payload.len() < 6 {
         return Err(WireError::Truncated);
     }
+    // The version first: an older peer's hello is shorter, and that is what to tell the user.
     let theirs = u16::from_be_bytes([payload[4], payload[5]]);
     if theirs != PROTOCOL_VERSION {
         return Err(WireError::VersionMismatch { ours: PROTOCOL_VERSION, theirs });
     }
-    Role::from_byte(payload[6]).ok_or(WireError::UnknownFrameKind(payload[6]))
+    let (peer_role, peer_nonce) = match payload[6..] {
+        [role, 0] => (role, None),
+        [role, 1, ref nonce @ ..] if nonce.len() == auth::NONCE_BYTES => {
+            (role, Some(<auth::Nonce>::try_from(nonce).expect("length checked")))
+        }
+        _ => return Err(WireError::Truncated),
+    };
+    let peer = Role::from_byte(peer_role).ok_or(WireError::UnknownFrameKind(peer_role))?;
+    match (secret.zip(mine), peer_nonce) {
+        (None, None) => Ok(peer),
+        (Some(_), None) => Err(WireError::Unauthenticated(format!(
+            "the peer ({peer:?}) proves no cluster secret, and this process requires one: start it with the same \
+             --secret-file or {}",
+            auth::SECRET_ENV
+        ))),
+        (None, Some(_)) => Err(WireError::Unauthenticated(format!(
+            "the peer ({peer:?}) requires a cluster secret, and this process has none: give it --secret-file or {}",
+            auth::SECRET_ENV
+        ))),
+        (Some((secret, mine)), Some(theirs)) => prove(stream, secret, role, peer, &mine, &theirs).await.map(|()| peer),
+    }
 }
+
+/// A TLS record where a hello should be (its content type 20–23 and major version 3 read as a
+/// frame's length): the peer runs the cluster in TLS and this process does not.
+fn tls_instead_of_hello(error: WireError) -> WireError {
+    match error {
+        WireError::FrameTooLarge { length, .. }
+            if (20..=23).contains(&(length >> 24)) && (length >> 16) & 0xff == 3 =>
+        {
+            WireError::Tls(format!(
+                "the peer speaks TLS and this process does not: give it the cluster's --tls-ca (or {})",
+                "SLEET_TLS_CA"
+            ))
+        }
+        other => other,
+    }
+}
+
+/// Both proofs, then both verdicts: each side sends before it reads, so neither waits on the
+/// other, and each learns whether the other accepted it.
+async fn prove<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: &mut S,
+    secret: &Secret,
+    role: Role,
+    peer: Role,
+    mine: &auth::Nonce,
+    theirs: &auth::Nonce,
+) -> Result<(), WireError> {
+    write_frame(stream, FrameKind::Proof, &secret.proof(role as u8, mine, theirs)).await?;
+    stream.flush().await?;
+    let proof = read_frame(stream, 64).await?.ok_or(WireError::Truncated)?;
+    if proof.kind != FrameKind::Proof {
+        return Err(WireError::UnexpectedFrame { expected: "proof", found: proof.kind.name() });
+    }
+    let accepted = secret.verify(&proof.payload, peer as u8, theirs, mine);
+    write_frame(stream, FrameKind::Proof, &[u8::from(accepted)]).await?;
+    stream.flush().await?;
+    let verdict = read_frame(stream, 64).await?.ok_or(WireError::Truncated)?;
+    if !accepted {
+        return Err(WireError::Unauthenticated(format!(
+            "the peer ({peer:?}) holds another cluster secret (or replayed an old handshake)"
+        )));
+    }
+    if verdict.kind != FrameKind::Proof || verdict.payload != [1] {
+        return Err(WireError::Unauthenticated(format!(
+            "the peer ({peer:?}) refused this process's proof: the two hold different cluster secrets"
+        )));
+    }
+    Ok(())
+}
+
+/// A connection's reading half: a TCP socket's, or a TLS session's over one.
+pub type ReadStream = Box<dyn AsyncRead + Send + Unpin>;
+/// A connection's writing half.
+pub type WriteStream = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// Buffer of each half: a shuffle block arrives in few reads.
+const STREAM_BUFFER_BYTES: usize = 256 * 1024;
 
 /// A handshaken TCP connection split into a buffered reader and writer.
 pub struct Connection {
-    pub reader: BufReader<OwnedReadHalf>,
-    pub writer: BufWriter<OwnedWriteHalf>,
+    pub reader: BufReader<ReadStream>,
+    pub writer: BufWriter<WriteStream>,
     pub peer_role: Role,
 }
 
 impl Connection {
+    /// Dials `address` (in TLS when the process has it: `tls`) and shakes hands.
     pub async fn connect(address: &str, role: Role) -> Result<Connection, WireError> {
         let stream = TcpStream::connect(address).await?;
-        Connection::establish(stream, role).await
+        stream.set_nodelay(true)?;
+        match tls::process_tls() {
+            None => Connection::over_tcp(stream, role).await,
+            Some(tls) => {
+                let name = tls::server_name(address).map_err(WireError::Tls)?;
+                let session = tls.connector().connect(name, stream).await.map_err(|error| {
+                    WireError::Tls(format!("TLS with {address} failed: {error} (do both ends use the cluster's CA?)"))
+                })?;
+                Connection::over(session, role).await
+            }
+        }
     }
 
-    pub async fn establish(mut stream: TcpStream, role: Role) -> Result<Connection, WireError> {
+    /// Shakes hands on a connection this process accepted (in TLS when it has it).
+    pub async fn establish(stream: TcpStream, role: Role) -> Result<Connection, WireError> {
         stream.set_nodelay(true)?;
+        match tls::process_tls().and_then(tls::Tls::acceptor) {
+            None => Connection::over_tcp(stream, role).await,
+            Some(acceptor) => {
+                let session = acceptor
+                    .accept(stream)
+                    .await
+                    .map_err(|error| WireError::Tls(format!("a peer's TLS handshake failed: {error}")))?;
+                Connection::over(session, role).await
+            }
+        }
+    }
+
+    /// A plain socket splits without the lock a TLS session's halves share.
+    async fn over_tcp(mut stream: TcpStream, role: Role) -> Result<Connection, WireError> {
         let peer_role = handshake(&mut stream, role).await?;
         let (read, write) = stream.into_split();
-        Ok(Connection {
-            reader: BufReader::with_capacity(256 * 1024, read),
-            writer: BufWriter::with_capacity(256 * 1024, write),
+        Ok(Connection::from_halves(Box::new(read), Box::new(write), peer_role))
+    }
+
+    async fn over<S: AsyncRead + AsyncWrite + Send + Unpin + 'static>(
+        mut stream: S,
+        role: Role,
+    ) -> Result<Connection, WireError> {
+        let peer_role = handshake(&mut stream, role).await?;
+        let (read, write) = tokio::io::split(stream);
+        Ok(Connection::from_halves(Box::new(read), Box::new(write), peer_role))
+    }
+
+    fn from_halves(read: ReadStream, write: WriteStream, peer_role: Role) -> Connection {
+        Connection {
+            reader: BufReader::with_capacity(STREAM_BUFFER_BYTES, read),
+            writer: BufWriter::with_capacity(STREAM_BUFFER_BYTES, write),
             peer_role,
-        })
+        }
     }
 
     /// Sends a JSON control message (client connections).
@@ -303,7 +438,7 @@ impl Connection {
         read_frame(&mut self.reader, MAX_FRAME_BYTES).await
     }
 
-    pub fn into_split(self) -> (BufReader<OwnedReadHalf>, BufWriter<OwnedWriteHalf>) {
+    pub fn into_split(self) -> (BufReader<ReadStream>, BufWriter<WriteStream>) {
         (self.reader, self.writer)
     }
 }
@@ -409,7 +544,7 @@ mod tests {
             let (mut ours, mut theirs) = duplex(1024);
             let mut hello = MAGIC.to_vec();
             hello.extend_from_slice(&(PROTOCOL_VERSION + 1).to_be_bytes());
-            hello.push(Role::Worker as u8);
+            hello.extend_from_slice(&[Role::Worker as u8, 0]);
             write_frame(&mut theirs, FrameKind::Hello, &hello).await.expect("send");
             let error = handshake(&mut ours, Role::Driver).await.expect_err("must fail");
             assert!(
@@ -417,6 +552,78 @@ mod tests {
                 "{error}"
             );
             assert!(error.to_string().contains("version mismatch"));
+        });
+    }
+
+    fn secret(text: &str) -> Secret {
+        Secret::new(text).expect("long enough")
+    }
+
+    /// Both ends of one handshake, with these secrets.
+    async fn both_ends(
+        left: Option<&Secret>,
+        right: Option<&Secret>,
+    ) -> (Result<Role, WireError>, Result<Role, WireError>) {
+        let (mut a, mut b) = duplex(4096);
+        tokio::join!(handshake_with(&mut a, Role::Worker, left), handshake_with(&mut b, Role::Driver, right))
+    }
+
+    #[test]
+    fn a_shared_secret_is_proven_both_ways_and_a_wrong_or_missing_one_is_refused_by_both() {
+        runtime().block_on(async {
+            let (ours, other) = (secret("the cluster's own secret"), secret("some other cluster's one"));
+            let (worker, driver) = both_ends(Some(&ours), Some(&ours)).await;
+            assert_eq!((worker.expect("worker"), driver.expect("driver")), (Role::Driver, Role::Worker));
+
+            let (worker, driver) = both_ends(Some(&other), Some(&ours)).await;
+            for error in [worker.expect_err("refused"), driver.expect_err("refuses")] {
+                assert!(matches!(error, WireError::Unauthenticated(_)), "{error}");
+                assert!(error.to_string().contains("another cluster secret") || error.to_string().contains("refused"));
+            }
+            let (worker, driver) = both_ends(None, Some(&ours)).await;
+            assert!(worker.expect_err("has none").to_string().contains("this process has none"));
+            assert!(driver.expect_err("requires one").to_string().contains("proves no cluster secret"));
+        });
+    }
+
+    #[test]
+    fn a_recorded_handshake_replayed_to_a_new_connection_is_refused() {
+        runtime().block_on(async {
+            let ours = secret("the cluster's own secret");
+            // Record what a genuine worker sends: its hello and its proof for one driver nonce.
+            let (mut worker_end, mut recorder) = duplex(4096);
+            let (mut recorded_hello, mut recorded_proof) = (None, None);
+            let driver_nonce = auth::nonce();
+            let worker = tokio::spawn({
+                let ours = ours.clone();
+                async move { handshake_with(&mut worker_end, Role::Worker, Some(&ours)).await }
+            });
+            let mut hello = MAGIC.to_vec();
+            hello.extend_from_slice(&PROTOCOL_VERSION.to_be_bytes());
+            hello.extend_from_slice(&[Role::Driver as u8, 1]);
+            hello.extend_from_slice(&driver_nonce);
+            write_frame(&mut recorder, FrameKind::Hello, &hello).await.expect("send");
+            recorder.flush().await.expect("flush");
+            if let Some(frame) = read_frame(&mut recorder, 64).await.expect("hello") {
+                recorded_hello = Some(frame.payload);
+            }
+            if let Some(frame) = read_frame(&mut recorder, 64).await.expect("proof") {
+                recorded_proof = Some(frame.payload);
+            }
+            write_frame(&mut recorder, FrameKind::Proof, &[0]).await.expect("send");
+            write_frame(&mut recorder, FrameKind::Proof, &[0]).await.expect("send");
+            recorder.flush().await.expect("flush");
+            let _ = worker.await;
+
+            // Replay both to a real driver: its nonce is new, so the old proof fails.
+            let (mut attacker, mut driver_end) = duplex(4096);
+            let driver = tokio::spawn(async move { handshake_with(&mut driver_end, Role::Driver, Some(&ours)).await });
+            write_frame(&mut attacker, FrameKind::Hello, &recorded_hello.expect("recorded")).await.expect("send");
+            write_frame(&mut attacker, FrameKind::Proof, &recorded_proof.expect("recorded")).await.expect("send");
+            write_frame(&mut attacker, FrameKind::Proof, &[1]).await.expect("send");
+            attacker.flush().await.expect("flush");
+            let error = driver.await.expect("joined").expect_err("a replay is refused");
+            assert!(matches!(error, WireError::Unauthenticated(_)), "{error}");
         });
     }
 

@@ -150,6 +150,8 @@ async fn connect_driver(address: &str, retry_for: Duration) -> Result<Connection
     loop {
         match Connection::connect(address, Role::Worker).await {
             Ok(connection) => return Ok(connection),
+            // A secret that does not match stays wrong: waiting would only hide it.
+            Err(error @ sleet_wire::WireError::Unauthenticated(_)) => return Err(error.into()),
             Err(error) if tokio::time::Instant::now() >= deadline => {
                 return Err(WorkerError::DriverGone {
                     address: address.to_string(),

@@ -156,6 +156,7 @@ pub fn gateway_job_file(args: &GatewayJobArgs, now_ms: i64) -> Result<JobFile> {
                 .transpose()?,
             ..JobSettings::default()
         },
+        query: None,
     })
 }
 

@@ -125,7 +125,7 @@ pub fn ysb_job(options: &YsbOptions) -> anyhow::Result<JobFile> {
     }
     options.scheduling.apply(&mut settings);
     settings.validate()?;
-    Ok(JobFile { plan, settings })
+    Ok(JobFile { plan, settings, query: None })
 }
 
 /// The ysb results as Kafka records keyed by campaign and window.

@@ -326,7 +326,7 @@ async fn run_builtin(
     let duration_ms = (spec.wall_ms(drained_ms) - start_ms + 1_000) as u64;
     let duration_ms = duration_ms.div_ceil(config.batch_interval_ms) * config.batch_interval_ms;
     let plan = gateway_plan(SourceSpec::Gateway(spec.clone()), &config.job(), sink)?;
-    let job = JobFile { plan, settings: settings(config, Some(duration_ms), Some(start_ms)) };
+    let job = JobFile { plan, settings: settings(config, Some(duration_ms), Some(start_ms)), query: None };
     let cluster = Arc::new(std::sync::Mutex::new(start_cluster(config, run_dir)?));
     let (address, pids) = {
         let cluster = locked(&cluster);
@@ -431,7 +431,7 @@ async fn run_kafka_topic(
     let source = SourceSpec::Kafka(KafkaSourceSpec::new(&config.brokers, topic, KafkaStart::Earliest));
     let plan = gateway_plan(source, &config.job(), sink)?;
     let duration_ms = (config.duration + LIVE_TAIL_MAX).as_millis() as u64;
-    let job = JobFile { plan, settings: settings(config, Some(duration_ms), None) };
+    let job = JobFile { plan, settings: settings(config, Some(duration_ms), None), query: None };
 
     let broker_port: u16 = config.brokers.rsplit(':').next().and_then(|port| port.parse().ok()).unwrap_or(9092);
     let broker_pid = find_kafka_broker(broker_port);

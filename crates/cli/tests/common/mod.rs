@@ -120,6 +120,18 @@ pub fn start_driver_armed(listen: &str, extra: &[&str], log: impl Into<Stdio>, f
     (driver, address)
 }
 
+/// Starts `sleet driver --listen 127.0.0.1:0 --http 127.0.0.1:0 EXTRA…`: returns it with its
+/// address and its console's (`host:port`).
+pub fn start_serving_driver(extra: &[&str]) -> (Child, String, String) {
+    let mut command = sleet();
+    command.args(["driver", "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"]).args(extra);
+    command.arg("--checkpoint-dir").arg(own_checkpoint_dir());
+    let mut driver = command.stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("starting the serving driver");
+    let (address, http) = sleet_cli::cluster::read_driver_addresses(driver.stdout.take().expect("piped"), true)
+        .expect("the driver's addresses");
+    (driver, address, http.expect("the console's address"))
+}
+
 /// A checkpoint directory no other driver of this test run uses; under the target's
 /// temporary directory, which `cargo clean` removes.
 fn own_checkpoint_dir() -> PathBuf {

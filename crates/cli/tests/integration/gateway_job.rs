@@ -67,6 +67,7 @@ fn job_file(dir: &Path, spec: &GatewaySourceSpec) -> std::path::PathBuf {
             checkpoint_interval_ms: 500,
             ..JobSettings::default()
         },
+        query: None,
     };
     let path = dir.join("job.json");
     std::fs::write(&path, job.to_json()).expect("job file");

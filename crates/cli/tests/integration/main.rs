@@ -7,10 +7,14 @@
 //! what used to be separate files. Run one file's tests with a filter on its module,
 //! e.g. `cargo test --release -p sleet-cli --test integration -- recovery::`.
 
+/// Only this crate's tests drive a browser: the benchmarks' include `common` without it.
+#[path = "../common/browser.rs"]
+mod browser;
 #[path = "../common/mod.rs"]
 mod common;
 
 mod cli;
+mod console;
 mod failures;
 mod gateway;
 mod gateway_job;
@@ -23,3 +27,4 @@ mod restart;
 mod sql;
 mod state_counters;
 mod state_recovery;
+mod tls;

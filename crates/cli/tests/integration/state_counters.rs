@@ -104,6 +104,7 @@ fn job_file(dir: &Path) -> std::path::PathBuf {
     let job = JobFile {
         plan,
         settings: JobSettings { batch_interval_ms: BATCH_MS, duration_ms: Some(duration_ms), ..JobSettings::default() },
+        query: None,
     };
     let path = dir.join("job.json");
     std::fs::write(&path, job.to_json()).expect("job file");

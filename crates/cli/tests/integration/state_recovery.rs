@@ -138,6 +138,7 @@ fn job_file(dir: &Path, start_ms: i64) -> std::path::PathBuf {
             checkpoint_interval_ms: 500,
             ..JobSettings::default()
         },
+        query: None,
     };
     let path = dir.join("job.json");
     std::fs::write(&path, job.to_json()).expect("job file");

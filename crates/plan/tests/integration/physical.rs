@@ -155,6 +155,7 @@ fn a_plan_survives_the_job_file_round_trip() {
             group_size: GroupSize::Fixed(10),
             ..JobSettings::default()
         },
+        query: None,
     };
     assert_eq!(JobFile::from_json(&job.to_json()).expect("parses"), job);
 }
