@@ -31,9 +31,22 @@ pub struct DemoArgs {
     #[arg(long)]
     pub force: bool,
     /// Where the driver serves the live dashboard, its API and metrics (a loopback address;
-    /// port 0 picks a free one).
-    #[arg(long, default_value = "127.0.0.1:7078")]
-    pub http: String,
+    /// port 0 picks a free one) [default: 127.0.0.1:7078, or a free port when that one is
+    /// taken, e.g. by another demo].
+    #[arg(long)]
+    pub http: Option<String>,
+}
+
+const DEFAULT_HTTP: &str = "127.0.0.1:7078";
+
+/// The address asked for, or the default one if it is free, else any free port: a second demo
+/// beside the first still gets a dashboard.
+fn dashboard_address(asked: Option<&str>) -> String {
+    match asked {
+        Some(address) => address.to_string(),
+        None if std::net::TcpListener::bind(DEFAULT_HTTP).is_ok() => DEFAULT_HTTP.to_string(),
+        None => "127.0.0.1:0".to_string(),
+    }
 }
 
 pub async fn run(args: DemoArgs) -> Result<()> {
@@ -48,10 +61,8 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         dead_letter_dir: Some(dead_letters.display().to_string()),
         ..args.ysb.options(args.workers, args.duration, sink)
     })?;
-    let cluster = LocalCluster::start_serving(args.workers, 1, &run_dir.path.join("logs"), &args.http)?;
-    if let Some(http) = &cluster.http_address {
-        println!("sleet demo: dashboard on http://{http}/");
-    }
+    let http = dashboard_address(args.http.as_deref());
+    let cluster = LocalCluster::start_serving(args.workers, 1, &run_dir.path.join("logs"), &http)?;
     println!(
         "sleet demo: driver on {}, {} workers (pids {:?}), ysb at {} events/s in {} ms batches, {}",
         cluster.driver_address,
@@ -61,6 +72,9 @@ pub async fn run(args: DemoArgs) -> Result<()> {
         args.ysb.batch_interval_ms(),
         args.ysb.scheduling.describe()
     );
+    if let Some(http) = &cluster.http_address {
+        println!("sleet demo: dashboard on http://{http}/");
+    }
     println!(
         "results in {}, dead letters in {}, logs in {}",
         results.display(),

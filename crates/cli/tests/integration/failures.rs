@@ -38,6 +38,10 @@ fn the_demo_runs_and_stops_every_process() {
     let status_lines = stdout.lines().filter(|line| line.contains("events/s | batches")).count();
     assert!(status_lines >= 3, "a status line about every second: {stdout}");
     assert!(stdout.contains("every process has exited"), "{stdout}");
+    assert!(
+        stdout.lines().nth(1).is_some_and(|line| line.starts_with("sleet demo: dashboard on http://127.0.0.1:")),
+        "{stdout}"
+    );
 }
 
 #[test]
