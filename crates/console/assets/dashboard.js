@@ -300,6 +300,22 @@
     if (drop > 0) arr.splice(0, drop);
   }
 
+  // The stream sends its batches and groups as columns ({field: [values]}), the REST paths
+  // as rows; the page reads rows.
+  function rowsOf(columns) {
+    if (Array.isArray(columns)) return columns;
+    if (!columns || typeof columns !== 'object') return [];
+    const fields = Object.keys(columns).filter((field) => Array.isArray(columns[field]));
+    const length = fields.length ? Math.min(...fields.map((field) => columns[field].length)) : 0;
+    const rows = [];
+    for (let i = 0; i < length; i += 1) {
+      const row = {};
+      for (const field of fields) row[field] = columns[field][i];
+      rows.push(row);
+    }
+    return rows;
+  }
+
   function ingestBatches(list) {
     merge(S.batches, list, 'batch', (b) => ({
       n: b.batch,
@@ -363,10 +379,11 @@
     // The stream sends a job's definition (job file, query, plan) in its first update only.
     const kept = S.job && S.job.id === job.id ? S.job : {};
     S.job = Object.assign({ query: kept.query, plan: kept.plan, job_file: kept.job_file }, job);
-    noteOffset(u.batches);
-    ingestBatches(u.batches);
-    ingestGroups(u.groups);
-    // The model comes in every tenth update; the others keep the last one shown.
+    const batches = rowsOf(u.batches);
+    noteOffset(batches);
+    ingestBatches(batches);
+    ingestGroups(rowsOf(u.groups));
+    // The model comes in every fifth update; the others keep the last one shown.
     if (u.analysis) S.analysis = u.analysis;
     sampleProgress();
     noteCheckpoint();

@@ -26,10 +26,18 @@ pub const ENDED_JOBS_KEPT: usize = 32;
 /// Joins and leaves kept for the API (the most recent ones).
 pub const MEMBERSHIP_EVENTS_KEPT: usize = 100;
 /// Batch and group records kept per job for the API and the dashboard's history.
-pub const RECENT_RECORDS_MAX: usize = 300;
+pub const RECENT_RECORDS_MAX: usize = 600;
 /// After someone asked for the model, how long the schedulers keep computing it each second:
 /// longer than the dashboard's period, so a page that asks once a second always finds it.
 const LOOKING_SPAN_MS: i64 = 5_000;
+/// While a job runs, followers (`follow`) are told of its progress at most this often: each
+/// wake-up of the dashboard's feed costs the driver's process more than the update it sends,
+/// and a plot a person watches loses nothing at 2 s. A start, an end, a join and a leave are
+/// told at once.
+pub const FEED_PERIOD_MS: i64 = 2_000;
+/// Progress is published about once a second, never exactly: a period this much short of
+/// `FEED_PERIOD_MS` still counts as one, so the feed keeps to every other publication.
+const FEED_SLACK_MS: i64 = 200;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DriverFacts {
@@ -185,6 +193,9 @@ struct Shared {
     board: Mutex<Board>,
     liveness: Arc<Liveness>,
     looked_at_ms: AtomicI64,
+    /// Bumped whenever followers should look again (`tell_followers`).
+    feed: tokio::sync::watch::Sender<u64>,
+    fed_at_ms: AtomicI64,
 }
 
 /// The driver's live state as its observers read it; cheap to clone.
@@ -209,8 +220,32 @@ impl LiveView {
             membership: VecDeque::new(),
         };
         LiveView {
-            shared: Arc::new(Shared { board: Mutex::new(board), liveness, looked_at_ms: AtomicI64::new(i64::MIN) }),
+            shared: Arc::new(Shared {
+                board: Mutex::new(board),
+                liveness,
+                looked_at_ms: AtomicI64::new(i64::MIN),
+                feed: tokio::sync::watch::Sender::new(0),
+                fed_at_ms: AtomicI64::new(i64::MIN),
+            }),
         }
+    }
+
+    /// Tells followers there is something new: at once when `now`, else only when
+    /// `FEED_PERIOD_MS` has passed since they were last told.
+    fn tell_followers(&self, now: bool) {
+        let at_ms = sleet_wire::clock::now_ms();
+        let fed_at_ms = self.shared.fed_at_ms.load(Ordering::Relaxed);
+        if !now && at_ms.saturating_sub(fed_at_ms) < FEED_PERIOD_MS - FEED_SLACK_MS {
+            return;
+        }
+        self.shared.fed_at_ms.store(at_ms, Ordering::Relaxed);
+        self.shared.feed.send_modify(|version| *version = version.wrapping_add(1));
+    }
+
+    /// A receiver that changes whenever followers should look again: at each start, end, join
+    /// and leave, and every `FEED_PERIOD_MS` while a job publishes progress.
+    pub fn follow(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.shared.feed.subscribe()
     }
 
     fn board(&self) -> MutexGuard<'_, Board> {
@@ -238,6 +273,8 @@ impl LiveView {
         board.workers.insert(handle.id, worker);
         let joined = MembershipEvent { at_ms: now_ms, worker: handle.id, name: handle.name.clone(), event: "joined" };
         push_recent(&mut board.membership, [joined], MEMBERSHIP_EVENTS_KEPT);
+        drop(board);
+        self.tell_followers(true);
     }
 
     pub fn worker_left(&self, worker: WorkerId, now_ms: i64) {
@@ -246,6 +283,8 @@ impl LiveView {
             let left = MembershipEvent { at_ms: now_ms, worker, name: gone.name, event: "left" };
             push_recent(&mut board.membership, [left], MEMBERSHIP_EVENTS_KEPT);
         }
+        drop(board);
+        self.tell_followers(true);
     }
 
     pub fn job_started(&self, start: JobStart, scheduler: String) {
@@ -285,6 +324,8 @@ impl LiveView {
             board.jobs.pop_front();
         }
         board.running = Some(id);
+        drop(board);
+        self.tell_followers(true);
     }
 
     pub fn job_updated(&self, id: JobId, update: JobUpdate) {
@@ -304,6 +345,8 @@ impl LiveView {
             job.recent = recent;
         }
         job.updates += 1;
+        drop(board);
+        self.tell_followers(false);
     }
 
     /// A client, the API or a shutdown asked the job to stop.
@@ -328,6 +371,8 @@ impl LiveView {
         job.view.brief.ended_ms = Some(now_ms);
         job.view.reason = reason;
         job.updates += 1;
+        drop(board);
+        self.tell_followers(true);
     }
 
     /// Whether anyone asked for the model lately: the schedulers hand over samples only then.
@@ -402,16 +447,31 @@ impl LiveView {
 
     /// The job's recent batches after `after` (all kept when `None`), oldest first.
     pub fn batches(&self, id: JobId, after: Option<u64>) -> Option<Vec<BatchRecord>> {
+        let mut batches = Vec::new();
+        self.visit_batches(id, after, |batch| batches.push(batch.clone()))?;
+        Some(batches)
+    }
+
+    /// Shows `visit` the job's recent batches after `after`, oldest first, without copying
+    /// them (`None` for an unknown job). The writers wait meanwhile: keep `visit` short.
+    pub fn visit_batches(&self, id: JobId, after: Option<u64>, visit: impl FnMut(&BatchRecord)) -> Option<()> {
         let board = self.board();
-        let job = board.job(id)?;
-        Some(job.batches.iter().filter(|batch| after.is_none_or(|after| batch.batch > after)).cloned().collect())
+        board.job(id)?.batches.iter().filter(|batch| after.is_none_or(|after| batch.batch > after)).for_each(visit);
+        Some(())
     }
 
     /// The job's recent groups after `after` (all kept when `None`), oldest first.
     pub fn groups(&self, id: JobId, after: Option<u64>) -> Option<Vec<GroupRecord>> {
+        let mut groups = Vec::new();
+        self.visit_groups(id, after, |group| groups.push(group.clone()))?;
+        Some(groups)
+    }
+
+    /// As `visit_batches`, for the job's recent groups.
+    pub fn visit_groups(&self, id: JobId, after: Option<u64>, visit: impl FnMut(&GroupRecord)) -> Option<()> {
         let board = self.board();
-        let job = board.job(id)?;
-        Some(job.groups.iter().filter(|group| after.is_none_or(|after| group.group > after)).cloned().collect())
+        board.job(id)?.groups.iter().filter(|group| after.is_none_or(|after| group.group > after)).for_each(visit);
+        Some(())
     }
 
     /// The samples of the job's recent batches, as last handed over (`None` for an unknown
@@ -499,6 +559,25 @@ mod tests {
         );
         assert_eq!((live.running_job(), live.current_job()), (None, Some(4)));
         assert!(live.job(5).is_none() && live.batches(5, None).is_none());
+    }
+
+    #[test]
+    fn followers_hear_of_starts_and_ends_at_once_and_of_progress_every_feed_period() {
+        let live = view();
+        let follower = live.follow();
+        start(&live, 1);
+        assert!(follower.has_changed().expect("the view lives"), "a start is told at once");
+        let mut follower = live.follow();
+        follower.mark_unchanged();
+        live.job_updated(1, JobUpdate::default());
+        assert!(!follower.has_changed().expect("live"), "progress within the period waits");
+        // As if the last telling were a period ago.
+        live.shared.fed_at_ms.store(sleet_wire::clock::now_ms() - FEED_PERIOD_MS, Ordering::Relaxed);
+        live.job_updated(1, JobUpdate::default());
+        assert!(follower.has_changed().expect("live"), "progress a period later is told");
+        follower.mark_unchanged();
+        live.job_ended(1, JobState::Finished, None, 5);
+        assert!(follower.has_changed().expect("live"), "an end is told at once");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use sleet_workloads::gen_gateway::{speedup_for_rate, Produced};
 use super::census::{take_census, Census};
 use super::figures::{batch_figures, BatchFigures};
 use super::Feed;
-use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
+use crate::cpu_time::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::producer_process::ProducerProcess;
 use crate::read_all::ReadAll;
 use crate::ysb_run::on_brokers;

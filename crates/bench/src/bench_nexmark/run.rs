@@ -16,7 +16,7 @@ use sleet_workloads::nexmark_exact::{check_sink, Exactness, Query};
 
 use super::script::{job_of_script, Overrides};
 use crate::batch_figures::{judge, lag_figures, measured_batches, processing_ms, sustained};
-use crate::proc_cpu::total_cpu_seconds;
+use crate::cpu_time::total_cpu_seconds;
 use crate::ysb_run::GiveUp;
 
 /// Workers register within a second or two of starting; batch 0 starts after that.

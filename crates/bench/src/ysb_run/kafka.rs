@@ -20,8 +20,8 @@ use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
 use sleet_cli::client::{run_job, status_line};
 
 use super::{BenchYsbArgs, Probe, RunOutcome};
+use crate::cpu_time::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::gen_ysb::Produced;
-use crate::proc_cpu::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::producer_process::ProducerProcess;
 use crate::read_all::ReadAll;
 use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
