@@ -122,7 +122,7 @@ pub struct JobView {
     pub restarts: Vec<RestartRecord>,
     /// What the job is; left out where only its figures are wanted (`LiveView::job_figures`).
     #[serde(flatten)]
-    pub definition: Option<JobDefinition>,
+    pub definition: Option<Arc<JobDefinition>>,
 }
 
 /// What a job is, as submitted: it never changes while the job runs.
@@ -302,7 +302,7 @@ impl LiveView {
             },
             reason: None,
             workers,
-            definition: Some(JobDefinition { query: job_file.query.clone(), job_file }),
+            definition: Some(Arc::new(JobDefinition { query: job_file.query.clone(), job_file })),
             progress: None,
             checkpoints: CheckpointFigures::default(),
             recoveries: Vec::new(),
@@ -425,19 +425,7 @@ impl LiveView {
 
     /// The job without its definition: what changes from one second to the next.
     pub fn job_figures(&self, id: JobId) -> Option<JobView> {
-        let board = self.board();
-        let view = &board.job(id)?.view;
-        Some(JobView {
-            brief: view.brief.clone(),
-            reason: view.reason.clone(),
-            workers: view.workers.clone(),
-            progress: view.progress.clone(),
-            checkpoints: view.checkpoints.clone(),
-            recoveries: view.recoveries.clone(),
-            rebalances: view.rebalances.clone(),
-            restarts: view.restarts.clone(),
-            definition: None,
-        })
+        Some(JobView { definition: None, ..self.board().job(id)?.view.clone() })
     }
 
     /// How many updates the job has had: changes whenever anything about it does.
