@@ -16,7 +16,7 @@ use sleet_wire::{
 
 use crate::batch_ledger::CompletedBatch;
 use crate::job_state::SavedFigures;
-use crate::live::JobUpdate;
+use crate::live::{JobUpdate, RECENT_RECORDS_MAX};
 use crate::samples::SampleLog;
 
 /// Progress reports cover the windows closed in this much recent time.
@@ -330,8 +330,14 @@ impl JobStats {
         let recent = self.samples.recent(LIVE_MODEL_SPAN_US, LIVE_MODEL_BATCHES_MAX);
         let bottleneck = recent.as_ref().map(|recent| sleet_clarity::model(recent).bottleneck.to_string());
         let progress = self.progress_with(now_ms, bottleneck);
-        let new_batches = (self.records_pushed.0 - self.records_published.0).min(self.batches.len() as u64) as usize;
-        let new_groups = (self.records_pushed.1 - self.records_published.1).min(self.groups.len() as u64) as usize;
+        // The live view keeps the newest `RECENT_RECORDS_MAX`: at tens of thousands of batches a
+        // second, copying every new record (each with its source ranges) only to drop most
+        // of them would cost the scheduling path.
+        let newest = |pushed: u64, published: u64, kept: usize| {
+            (pushed - published).min(kept.min(RECENT_RECORDS_MAX) as u64) as usize
+        };
+        let new_batches = newest(self.records_pushed.0, self.records_published.0, self.batches.len());
+        let new_groups = newest(self.records_pushed.1, self.records_published.1, self.groups.len());
         self.records_published = self.records_pushed;
         let update = JobUpdate {
             progress: progress.clone(),
@@ -456,6 +462,26 @@ mod tests {
         assert_eq!(summary.batches.len(), SOURCE_RANGES_KEPT_MAX / partitions);
         assert_eq!(summary.batches.last().map(|record| record.batch), Some(batches - 1), "the newest stays");
         assert_eq!((summary.batches_total, summary.events_in), (batches, batches), "totals count every batch");
+    }
+
+    #[test]
+    fn the_live_update_carries_only_the_newest_records_the_live_view_keeps() {
+        let mut stats = JobStats::new(1, 0, SchedulerKind::Group);
+        let burst = RECENT_RECORDS_MAX as u64 * 3;
+        for batch in 0..burst {
+            stats.push_batch(completed(batch, 1, vec![]), None, 0);
+        }
+        let (_, update) = stats.live_tick(0, false);
+        let sent: Vec<u64> = update.batches.iter().map(|record| record.batch).collect();
+        assert_eq!(sent, (burst - RECENT_RECORDS_MAX as u64..burst).collect::<Vec<_>>());
+        stats.push_batch(completed(burst, 1, vec![]), None, 0);
+        let (_, update) = stats.live_tick(0, false);
+        assert_eq!(
+            update.batches.iter().map(|record| record.batch).collect::<Vec<_>>(),
+            vec![burst],
+            "only what is new"
+        );
+        assert!(stats.live_tick(0, false).1.batches.is_empty());
     }
 
     #[test]
