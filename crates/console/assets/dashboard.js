@@ -901,7 +901,7 @@
           <span><b>${fmtMs(e.p50)}</b> p50</span><span><b>${fmtMs(e.p99)}</b> p99 ms</span></div>
       </div>
       <ul class="bd-legend">${legend}</ul>
-      <p class="muted bd-foot">${fmtInt(a.batches)} batches of the last 10 s · measured ${fmtMs(a.measured_batch_ms)} ms ·
+      <p class="muted bd-foot">the newest ${fmtInt(a.batches)} batches · measured ${fmtMs(a.measured_batch_ms)} ms ·
         modelled ${fmtMs(a.modelled_batch_ms)} ms · interval ${fmtMsWhole(a.interval_ms)} ms · bottleneck ${esc(a.bottleneck ?? DASH)}</p>`;
   }
 

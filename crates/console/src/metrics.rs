@@ -105,13 +105,13 @@ impl Collector for Scrape {
             gauge(
                 &mut encoder,
                 "sleet_worker_utilization_ratio",
-                "Share of the last ten seconds a worker's resource was busy.",
+                "Share of the time a worker's resource was busy over the newest batches modelled (at most 100, of the last ten seconds).",
                 &per_resource(&|used| used.utilization_mean),
             )?;
             gauge(
                 &mut encoder,
                 "sleet_worker_queue_length",
-                "Monotasks waiting for a worker's resource, on average over the last ten seconds.",
+                "Monotasks waiting for a worker's resource, on average over the newest batches modelled.",
                 &per_resource(&|used| used.queue_len_mean),
             )?;
         }
