@@ -443,8 +443,7 @@ impl LiveView {
     /// Shows `visit` the job's recent batches after `after`, oldest first, without copying
     /// them (`None` for an unknown job). The writers wait meanwhile: keep `visit` short.
     pub fn visit_batches(&self, id: JobId, after: Option<u64>, visit: impl FnMut(&BatchRecord)) -> Option<()> {
-        let board = self.board();
-        board.job(id)?.batches.iter().filter(|batch| after.is_none_or(|after| batch.batch > after)).for_each(visit);
+        newer_than(&self.board().job(id)?.batches, after, |batch| batch.batch).for_each(visit);
         Some(())
     }
 
@@ -457,8 +456,7 @@ impl LiveView {
 
     /// As `visit_batches`, for the job's recent groups.
     pub fn visit_groups(&self, id: JobId, after: Option<u64>, visit: impl FnMut(&GroupRecord)) -> Option<()> {
-        let board = self.board();
-        board.job(id)?.groups.iter().filter(|group| after.is_none_or(|after| group.group > after)).for_each(visit);
+        newer_than(&self.board().job(id)?.groups, after, |group| group.group).for_each(visit);
         Some(())
     }
 
@@ -474,6 +472,11 @@ impl LiveView {
 fn without_source_ranges(mut batch: BatchRecord) -> BatchRecord {
     batch.source_ranges = Vec::new();
     batch
+}
+
+/// The records of `kept` numbered above `after` (all when `None`), oldest first.
+fn newer_than<T>(kept: &VecDeque<T>, after: Option<u64>, number: impl Fn(&T) -> u64) -> impl Iterator<Item = &T> {
+    kept.iter().filter(move |record| after.is_none_or(|after| number(record) > after))
 }
 
 fn push_recent<T>(kept: &mut VecDeque<T>, new: impl IntoIterator<Item = T>, max: usize) {
