@@ -468,7 +468,8 @@ impl LiveView {
 }
 
 /// The API lists batches, not what they read: a job of many partitions would make every
-/// answer mostly source ranges.
+/// answer mostly source ranges. (The schedulers' updates come without them already,
+/// `JobStats::live_tick`, so this only guards the view.)
 fn without_source_ranges(mut batch: BatchRecord) -> BatchRecord {
     batch.source_ranges = Vec::new();
     batch

@@ -336,12 +336,13 @@ impl JobStats {
         let newest = |pushed: u64, published: u64, kept: usize| {
             (pushed - published).min(kept.min(RECENT_RECORDS_MAX) as u64) as usize
         };
-        let new_batches = newest(self.records_pushed.0, self.records_published.0, self.batches.len());
+        let batches_kept = self.batches.len();
+        let new_batches = newest(self.records_pushed.0, self.records_published.0, batches_kept);
         let new_groups = newest(self.records_pushed.1, self.records_published.1, self.groups.len());
         self.records_published = self.records_pushed;
         let update = JobUpdate {
             progress: progress.clone(),
-            batches: self.batches.iter().skip(self.batches.len() - new_batches).cloned().collect(),
+            batches: self.batches.iter_mut().skip(batches_kept - new_batches).map(copy_without_source_ranges).collect(),
             groups: self.groups.iter().skip(self.groups.len() - new_groups).cloned().collect(),
             recoveries: self.recoveries.clone(),
             rebalances: self.rebalances.clone(),
@@ -426,6 +427,16 @@ fn push_bounded<T>(records: &mut Vec<T>, record: T) {
     }
 }
 
+/// A copy of `record` without its source ranges, which it keeps: the live view lists batches,
+/// not what they read (a job of many partitions would make every answer mostly source ranges),
+/// and copying the ranges only to drop them would cost the scheduling path.
+fn copy_without_source_ranges(record: &mut BatchRecord) -> BatchRecord {
+    let ranges = std::mem::take(&mut record.source_ranges);
+    let copy = record.clone();
+    record.source_ranges = ranges;
+    copy
+}
+
 #[cfg(test)]
 mod tests {
     use sleet_clarity::{MonotaskKind, MonotaskRecord, Resource};
@@ -472,6 +483,8 @@ mod tests {
             stats.push_batch(completed(batch, 1, vec![]), None, 0);
         }
         let (_, update) = stats.live_tick(0, false);
+        assert!(update.batches.iter().all(|record| record.source_ranges.is_empty()), "no source ranges");
+        assert!(stats.batches.iter().all(|record| record.source_ranges.len() == 1), "the job keeps its own");
         let sent: Vec<u64> = update.batches.iter().map(|record| record.batch).collect();
         assert_eq!(sent, (burst - RECENT_RECORDS_MAX as u64..burst).collect::<Vec<_>>());
         stats.push_batch(completed(burst, 1, vec![]), None, 0);
