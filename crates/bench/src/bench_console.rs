@@ -5,11 +5,14 @@
 //! Each run is a fresh cluster (a driver, 2 workers of 1 core) running ysb on the built-in
 //! generator, either `off` (no `--http`, nobody looking) or `on` (`--http`, the dashboard
 //! open in headless Chromium and `/metrics` scraped every second, from before the job is
-//! submitted to its end). The runs come in pairs, one of each mode, the order alternating
-//! from pair to pair. The figure is the driver process's CPU (user + system) from the
-//! end of the warm-up to the end of the job's duration, per second of wall time, read to the
-//! nanosecond (`cpu_time`); the window is set on the clock the batches are scheduled on, so
-//! it covers the same batches in both modes.
+//! submitted to its end). The runs come in pairs, one of each mode, and the two runs of a
+//! pair run at the same time, their jobs starting on the same batch boundary: whatever else
+//! the shared machine does in those seconds (the browser rendering included) weighs on both
+//! drivers alike, where runs one after the other differed by several times the budget. The
+//! figure is the driver process's CPU (user + system) from the end of the warm-up to the end
+//! of the job's duration, per second of wall time, read to the nanosecond (`cpu_time`); the
+//! window is set on the clock the batches are scheduled on, so it covers the same batches in
+//! both modes.
 
 #[allow(dead_code)] // the dashboard test's harness, of which the benchmark takes no screenshot
 #[path = "../../cli/tests/common/browser.rs"]
@@ -17,7 +20,7 @@ mod browser;
 mod onlookers;
 mod summary;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -43,8 +46,9 @@ use summary::{summarize, Mode, RunFigures, Summary};
 const BATCH_INTERVAL_MS: u64 = 10;
 const WORKERS: u32 = 2;
 const CORES_PER_WORKER: u32 = 1;
-/// Workers register within a second or two of starting; batch 0 starts after that.
-const START_DELAY_MS: i64 = 2_000;
+/// Two clusters' workers register, and Chromium opens its page, within a few seconds of
+/// starting; batch 0 of both jobs starts after that.
+const START_DELAY_MS: i64 = 5_000;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BenchConsoleArgs {
@@ -57,10 +61,14 @@ pub struct BenchConsoleArgs {
     /// Time at the start of each job left out of the figures; a bare number is in seconds.
     #[arg(long, value_parser = crate::duration_arg::seconds, default_value = "5s")]
     pub warmup: Duration,
-    /// Pairs of runs, one with the console off and one with it on in each; the first of a
-    /// pair is `off` in odd pairs and `on` in even ones.
+    /// Pairs of runs, one with the console off and one with it on in each, the two at the
+    /// same time; the `off` cluster starts first in odd pairs, the `on` one in even pairs.
     #[arg(long, default_value_t = 3)]
     pub pairs: u32,
+    /// Batches per group: `auto` (the driver tunes it, as users run) or a fixed number, which
+    /// takes the group-size controller's swings out of the driver's CPU.
+    #[arg(long, default_value = "auto")]
+    pub group_size: GroupSize,
     /// Seed of the generator and of the campaigns table.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -101,7 +109,8 @@ pub async fn run(args: BenchConsoleArgs) -> Result<bool> {
             "cores_per_worker": CORES_PER_WORKER,
             "batch_interval_ms": BATCH_INTERVAL_MS,
             "scheduler": "group",
-            "group_size": "auto",
+            "group_size": SchedulerArgs::new(SchedulerKind::Group, args.group_size).group_size_json(),
+            "side_by_side": "the two runs of a pair at the same time, their jobs starting on the same batch boundary",
             "rate": args.rate,
             "seed": args.seed,
             "pairs": args.pairs,
@@ -131,18 +140,21 @@ pub async fn run(args: BenchConsoleArgs) -> Result<bool> {
 async fn run_pairs(args: &BenchConsoleArgs, run_dir: &Path) -> Result<Vec<RunFigures>> {
     let mut runs = Vec::new();
     for pair in 1..=args.pairs {
-        for mode in Mode::order(pair) {
-            let dir = run_dir.join(format!("pair-{pair}-{}", mode.name()));
-            eprintln!(
-                "bench console: pair {pair} of {}, {}: ysb {} events/s, {WORKERS} workers × {CORES_PER_WORKER} core, \
-                 {BATCH_INTERVAL_MS} ms batches, {} (warm-up {})",
-                args.pairs,
-                mode.name(),
-                args.rate,
-                show(args.duration),
-                show(args.warmup),
-            );
-            let figures = run_once(args, mode, pair, &dir).await?;
+        eprintln!(
+            "bench console: pair {pair} of {}, off and on at once: ysb {} events/s each, {WORKERS} workers × \
+             {CORES_PER_WORKER} core, {BATCH_INTERVAL_MS} ms batches, {} (warm-up {})",
+            args.pairs,
+            args.rate,
+            show(args.duration),
+            show(args.warmup),
+        );
+        let start_ms =
+            BatchClock::aligned_after(sleet_wire::clock::now_ms() + START_DELAY_MS, BATCH_INTERVAL_MS as i64).start_ms;
+        let [first, second] = Mode::order(pair);
+        let run =
+            |mode: Mode| run_once(args, mode, pair, start_ms, run_dir.join(format!("pair-{pair}-{}", mode.name())));
+        let (first, second) = tokio::try_join!(run(first), run(second))?;
+        for figures in [first, second] {
             eprintln!("  {}", run_line(&figures));
             runs.push(figures);
         }
@@ -150,8 +162,10 @@ async fn run_pairs(args: &BenchConsoleArgs, run_dir: &Path) -> Result<Vec<RunFig
     Ok(runs)
 }
 
-/// One run on a cluster of its own, so neither mode inherits the other's driver state.
-async fn run_once(args: &BenchConsoleArgs, mode: Mode, pair: u32, dir: &Path) -> Result<RunFigures> {
+/// One run on a cluster of its own, so neither mode inherits the other's driver state; its
+/// job's batch 0 starts at `start_ms`.
+async fn run_once(args: &BenchConsoleArgs, mode: Mode, pair: u32, start_ms: i64, dir: PathBuf) -> Result<RunFigures> {
+    let dir = dir.as_path();
     let (results_dir, _) = crate::ysb_run::clear_run_outputs(dir)?;
     let logs = dir.join("logs");
     let cluster = match mode {
@@ -165,8 +179,11 @@ async fn run_once(args: &BenchConsoleArgs, mode: Mode, pair: u32, dir: &Path) ->
             (Mode::On, Some(http)) => Some(Onlookers::start(http, &dir.join("chromium-profile")).await?),
             (Mode::On, None) => anyhow::bail!("the driver started with --http gave no HTTP address"),
         };
-        let start_ms =
-            BatchClock::aligned_after(sleet_wire::clock::now_ms() + START_DELAY_MS, BATCH_INTERVAL_MS as i64).start_ms;
+        anyhow::ensure!(
+            sleet_wire::clock::now_ms() < start_ms,
+            "pair {pair}, {}: the cluster was not up by the jobs' common start, {START_DELAY_MS} ms after the pair began",
+            mode.name()
+        );
         let options = YsbOptions {
             start_ms: Some(start_ms),
             ..ysb_options(args, SinkSpec::JsonLines { dir: results_dir.display().to_string() })
@@ -247,7 +264,7 @@ fn ysb_options(args: &BenchConsoleArgs, sink: SinkSpec) -> YsbOptions {
         combine: true,
         sink,
         dead_letter_dir: None,
-        scheduling: SchedulerArgs::new(SchedulerKind::Group, GroupSize::Auto),
+        scheduling: SchedulerArgs::new(SchedulerKind::Group, args.group_size),
         start_ms: None,
         input: YsbInput::Generator,
         campaigns: None,

@@ -34,6 +34,7 @@ pub mod group_plan;
 pub mod group_size;
 pub mod group_tracker;
 pub mod intake;
+pub mod interval_controller;
 pub mod job_link;
 pub mod job_state;
 pub mod live;

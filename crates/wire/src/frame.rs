@@ -18,7 +18,7 @@ use crate::error::WireError;
 use crate::tls;
 
 /// Bumped on any incompatible change to frames or messages.
-pub const PROTOCOL_VERSION: u16 = 8;
+pub const PROTOCOL_VERSION: u16 = 9;
 /// Large enough for a shuffle block of a few million rows; anything bigger is a bug or an attack.
 pub const MAX_FRAME_BYTES: u32 = 256 * 1024 * 1024;
 const MAGIC: [u8; 4] = *b"SLET";
@@ -256,8 +256,15 @@ pub async fn handshake_with<S: AsyncRead + AsyncWrite + Unpin>(
     hello.push(role as u8);
     hello.push(u8::from(mine.is_some()));
     hello.extend_from_slice(mine.as_ref().map_or(&[][..], |nonce| &nonce[..]));
-    write_frame(stream, FrameKind::Hello, &hello).await?;
-    stream.flush().await?;
+    // In one write: a peer that speaks TLS reads the first bytes as a record header and
+    // closes with an alert. Written in pieces, the rest of the hello would meet the closed
+    // socket (a broken pipe, the alert lost) instead of the alert that tells what is wrong.
+    let mut frame = Vec::with_capacity(5 + hello.len());
+    frame.extend_from_slice(&(hello.len() as u32 + 1).to_be_bytes());
+    frame.push(FrameKind::Hello as u8);
+    frame.extend_from_slice(&hello);
+    stream.write_all(&frame).await.map_err(closed_during_hello)?;
+    stream.flush().await.map_err(closed_during_hello)?;
     let frame = read_frame(stream, 64).await.map_err(tls_instead_of_hello)?.ok_or(WireError::Truncated)?;
     if frame.kind != FrameKind::Hello {
         return Err(WireError::UnexpectedFrame { expected: "hello", found: frame.kind.name() });
@@ -297,6 +304,18 @@ pub async fn handshake_with<S: AsyncRead + AsyncWrite + Unpin>(
             auth::SECRET_ENV
         ))),
         (Some((secret, mine)), Some(theirs)) => prove(stream, secret, role, peer, &mine, &theirs).await.map(|()| peer),
+    }
+}
+
+/// The peer closed while this process was still saying hello: most likely it refused what it
+/// read first, as a TLS peer refuses a plain hello.
+fn closed_during_hello(error: std::io::Error) -> WireError {
+    match error.kind() {
+        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => WireError::Tls(format!(
+            "the peer closed the connection during the handshake ({error}); if the peer speaks TLS and this \
+             process does not, give it the cluster's --tls-ca (or SLEET_TLS_CA)"
+        )),
+        _ => WireError::from(error),
     }
 }
 
@@ -552,6 +571,66 @@ mod tests {
                 "{error}"
             );
             assert!(error.to_string().contains("version mismatch"));
+        });
+    }
+
+    #[test]
+    fn a_peer_that_closes_during_the_hello_is_named_as_a_likely_tls_peer() {
+        runtime().block_on(async {
+            let (mut ours, theirs) = duplex(1024);
+            drop(theirs);
+            let error = handshake_with(&mut ours, Role::Worker, None).await.expect_err("the peer is gone");
+            assert!(matches!(error, WireError::Tls(_)), "{error}");
+            assert!(error.to_string().contains("--tls-ca"), "{error}");
+        });
+    }
+
+    #[test]
+    fn the_hello_goes_out_in_one_write() {
+        runtime().block_on(async {
+            // A writer that takes one write and then fails, as a socket does once a TLS peer
+            // has refused the first bytes it read.
+            struct OneWrite(Vec<u8>, usize);
+            impl tokio::io::AsyncWrite for OneWrite {
+                fn poll_write(
+                    mut self: std::pin::Pin<&mut Self>,
+                    _: &mut std::task::Context<'_>,
+                    bytes: &[u8],
+                ) -> std::task::Poll<std::io::Result<usize>> {
+                    self.1 += 1;
+                    if self.1 > 1 {
+                        return std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+                    }
+                    self.0.extend_from_slice(bytes);
+                    std::task::Poll::Ready(Ok(bytes.len()))
+                }
+                fn poll_flush(
+                    self: std::pin::Pin<&mut Self>,
+                    _: &mut std::task::Context<'_>,
+                ) -> std::task::Poll<std::io::Result<()>> {
+                    std::task::Poll::Ready(Ok(()))
+                }
+                fn poll_shutdown(
+                    self: std::pin::Pin<&mut Self>,
+                    _: &mut std::task::Context<'_>,
+                ) -> std::task::Poll<std::io::Result<()>> {
+                    std::task::Poll::Ready(Ok(()))
+                }
+            }
+            impl tokio::io::AsyncRead for OneWrite {
+                fn poll_read(
+                    self: std::pin::Pin<&mut Self>,
+                    _: &mut std::task::Context<'_>,
+                    _: &mut tokio::io::ReadBuf<'_>,
+                ) -> std::task::Poll<std::io::Result<()>> {
+                    std::task::Poll::Ready(Ok(()))
+                }
+            }
+            let mut stream = OneWrite(Vec::new(), 0);
+            let error = handshake_with(&mut stream, Role::Worker, None).await.expect_err("nothing comes back");
+            assert!(matches!(error, WireError::Truncated), "the hello was written whole, then read: {error}");
+            let frame = read_frame(&mut stream.0.as_slice(), 64).await.expect("a frame").expect("not empty");
+            assert_eq!(frame.kind, FrameKind::Hello);
         });
     }
 

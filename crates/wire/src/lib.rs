@@ -20,6 +20,7 @@ pub mod error;
 pub mod frame;
 pub mod json_text;
 pub mod message;
+mod outcome_codec;
 mod report_codec;
 pub mod tls;
 

@@ -1,4 +1,5 @@
 //! How a `TaskReport` travels: its monotask times relative to the task's start.
+//! Its outcome travels as `outcome_codec` writes it: only the stats fields a task filled.
 //!
 //! Reports are the bulk of the status traffic (one per task, a few thousand a second per
 //! worker at millisecond batches). Absolute timestamps are microseconds since the epoch,
@@ -18,6 +19,7 @@ use sleet_monotask::{MonotaskKind, MonotaskRecord, Resource};
 
 use crate::frame::{encode_binary, encode_binary_onto};
 use crate::message::{GroupRegistered, JobId, StatusBatch, TaskId, TaskOutcome, TaskReport, WorkerId, WorkerToDriver};
+use crate::outcome_codec::{OutcomeFromWire, OutcomeOnWire};
 
 /// One monotask, its times as offsets: queued after the task started, waited, ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,7 +73,7 @@ pub(crate) struct TaskReportWire {
     task: TaskId,
     worker: WorkerId,
     group: Option<u64>,
-    outcome: TaskOutcome,
+    outcome: OutcomeFromWire,
     started_at_us: i64,
     run_us: i64,
     monotasks: Vec<MonotaskSpan>,
@@ -82,7 +84,7 @@ struct TaskReportView<'a> {
     task: &'a TaskId,
     worker: WorkerId,
     group: Option<u64>,
-    outcome: &'a TaskOutcome,
+    outcome: OutcomeOnWire<'a>,
     started_at_us: i64,
     run_us: i64,
     monotasks: MonotaskSpans<'a>,
@@ -109,7 +111,7 @@ impl Serialize for TaskReport {
             task: &self.task,
             worker: self.worker,
             group: self.group,
-            outcome: &self.outcome,
+            outcome: OutcomeOnWire(&self.outcome),
             started_at_us: self.started_at_us,
             run_us: self.finished_at_us - self.started_at_us,
             monotasks: MonotaskSpans { records: &self.monotasks, task_started_at_us: self.started_at_us },
@@ -140,7 +142,7 @@ impl TryFrom<TaskReportWire> for TaskReport {
             worker: wire.worker,
             group: wire.group,
             finished_at_us: wire.started_at_us.checked_add(wire.run_us).ok_or_else(overflow)?,
-            outcome: wire.outcome,
+            outcome: wire.outcome.0,
             monotasks,
             started_at_us: wire.started_at_us,
         })
@@ -280,7 +282,7 @@ mod tests {
             task: &fine.task,
             worker: fine.worker,
             group: fine.group,
-            outcome: &fine.outcome,
+            outcome: OutcomeOnWire(&fine.outcome),
             started_at_us,
             run_us,
             monotasks: MonotaskSpans { records: &fine.monotasks, task_started_at_us: start },

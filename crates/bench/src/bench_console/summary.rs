@@ -26,8 +26,8 @@ impl Mode {
         }
     }
 
-    /// The modes of pair `pair` (from 1) in the order they run: alternating from pair to pair,
-    /// so a machine that drifts faster or slower over minutes favours neither mode.
+    /// The modes of pair `pair` (from 1) in the order their clusters start: alternating from
+    /// pair to pair, so that starting first (or second) favours neither mode.
     pub fn order(pair: u32) -> [Mode; 2] {
         if pair % 2 == 1 {
             [Mode::Off, Mode::On]
