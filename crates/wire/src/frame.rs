@@ -128,11 +128,24 @@ pub async fn write_frame<W: AsyncWrite + Unpin>(
     if length > MAX_FRAME_BYTES as u64 {
         return Err(WireError::FrameTooLarge { length, limit: MAX_FRAME_BYTES as u64 });
     }
-    writer.write_all(&(length as u32).to_be_bytes()).await?;
-    writer.write_all(&[kind as u8]).await?;
-    writer.write_all(payload).await?;
+    let mut small = [0u8; SMALL_FRAME_BYTES];
+    small[..4].copy_from_slice(&(length as u32).to_be_bytes());
+    small[4] = kind as u8;
+    // A small frame goes out in one write, so an unbuffered stream sends one segment: a TLS
+    // peer reading a plain hello refuses its first bytes and closes, and a hello written in
+    // pieces met the closed socket (a broken pipe) instead of the alert that says why.
+    if let Some(room) = small.get_mut(5..5 + payload.len()) {
+        room.copy_from_slice(payload);
+        writer.write_all(&small[..5 + payload.len()]).await?;
+    } else {
+        writer.write_all(&small[..5]).await?;
+        writer.write_all(payload).await?;
+    }
     Ok(())
 }
+
+/// Frames up to this size, header included, are written with one call.
+const SMALL_FRAME_BYTES: usize = 128;
 
 /// Reads one frame. `Ok(None)` means the peer closed the connection cleanly between frames.
 pub async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R, limit: u32) -> Result<Option<Frame>, WireError> {
@@ -256,15 +269,8 @@ pub async fn handshake_with<S: AsyncRead + AsyncWrite + Unpin>(
     hello.push(role as u8);
     hello.push(u8::from(mine.is_some()));
     hello.extend_from_slice(mine.as_ref().map_or(&[][..], |nonce| &nonce[..]));
-    // In one write: a peer that speaks TLS reads the first bytes as a record header and
-    // closes with an alert. Written in pieces, the rest of the hello would meet the closed
-    // socket (a broken pipe, the alert lost) instead of the alert that tells what is wrong.
-    let mut frame = Vec::with_capacity(5 + hello.len());
-    frame.extend_from_slice(&(hello.len() as u32 + 1).to_be_bytes());
-    frame.push(FrameKind::Hello as u8);
-    frame.extend_from_slice(&hello);
-    stream.write_all(&frame).await.map_err(closed_during_hello)?;
-    stream.flush().await.map_err(closed_during_hello)?;
+    write_frame(stream, FrameKind::Hello, &hello).await.map_err(closed_during_hello)?;
+    stream.flush().await.map_err(|error| closed_during_hello(error.into()))?;
     let frame = read_frame(stream, 64).await.map_err(tls_instead_of_hello)?.ok_or(WireError::Truncated)?;
     if frame.kind != FrameKind::Hello {
         return Err(WireError::UnexpectedFrame { expected: "hello", found: frame.kind.name() });
@@ -309,15 +315,22 @@ pub async fn handshake_with<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// The peer closed while this process was still saying hello: most likely it refused what it
 /// read first, as a TLS peer refuses a plain hello.
-fn closed_during_hello(error: std::io::Error) -> WireError {
-    match error.kind() {
-        std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset => WireError::Tls(format!(
-            "the peer closed the connection during the handshake ({error}); if the peer speaks TLS and this \
-             process does not, give it the cluster's --tls-ca (or SLEET_TLS_CA)"
-        )),
-        _ => WireError::from(error),
+fn closed_during_hello(error: WireError) -> WireError {
+    match error {
+        WireError::Io(error)
+            if matches!(error.kind(), std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::ConnectionReset) =>
+        {
+            WireError::Tls(format!(
+                "the peer closed the connection during the handshake ({error}); if the peer speaks TLS and this \
+                 process does not, {TLS_HINT}"
+            ))
+        }
+        other => other,
     }
 }
+
+/// What a process without TLS needs to join a cluster that runs in it.
+const TLS_HINT: &str = "give it the cluster's --tls-ca (or SLEET_TLS_CA)";
 
 /// A TLS record where a hello should be (its content type 20–23 and major version 3 read as a
 /// frame's length): the peer runs the cluster in TLS and this process does not.
@@ -326,10 +339,7 @@ fn tls_instead_of_hello(error: WireError) -> WireError {
         WireError::FrameTooLarge { length, .. }
             if (20..=23).contains(&(length >> 24)) && (length >> 16) & 0xff == 3 =>
         {
-            WireError::Tls(format!(
-                "the peer speaks TLS and this process does not: give it the cluster's --tls-ca (or {})",
-                "SLEET_TLS_CA"
-            ))
+            WireError::Tls(format!("the peer speaks TLS and this process does not: {TLS_HINT}"))
         }
         other => other,
     }
