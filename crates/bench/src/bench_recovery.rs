@@ -195,6 +195,7 @@ fn config_json(args: &BenchRecoveryArgs) -> serde_json::Value {
         "batch_interval_ms": args.ysb.batch_interval_ms(),
         "scheduler": args.ysb.scheduling.scheduler.to_string(),
         "group_size": args.ysb.scheduling.group_size_json(),
+        "latency_target": args.ysb.scheduling.latency_target(),
         "overhead_bounds": args.ysb.scheduling.overhead_bounds_json(),
         "rate": args.ysb.rate,
         "seed": args.ysb.seed,

@@ -204,6 +204,7 @@ async fn single(shape: Shape, args: &BenchSchedArgs, run_dir: &std::path::Path) 
             "cores_per_worker": 1,
             "scheduler": config.scheduler.to_string(),
             "group_size": config.group_size_json(),
+            "latency_target": args.scheduling.latency_target(),
             "batches": args.batches,
             "runs": args.runs,
             "numbers_per_task": args.numbers_per_task,
@@ -344,6 +345,8 @@ fn job(
         start_ms: Some(start_ms),
         // What this measures is scheduling; checkpoint writes would only add noise to it.
         checkpoint_interval_ms: 0,
+        // A target bounds the automatic size only; the sweep's fixed sizes run as they are.
+        latency_target: args.scheduling.latency_target().filter(|_| config.group_size == GroupSize::Auto),
         ..JobSettings::default()
     };
     settings.validate()?;

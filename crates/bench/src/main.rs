@@ -30,6 +30,7 @@ mod breakdown_check;
 mod cpu_time;
 mod host_capacity;
 mod max_rate;
+mod memory_watch;
 mod output;
 mod plot;
 mod plot_bars;

@@ -73,6 +73,7 @@ pub async fn run(args: &BenchYsbArgs, search: &SearchArgs, run_dir: &Path) -> Re
             "batch_interval_ms": args.ysb.batch_interval_ms(),
             "scheduler": args.ysb.scheduling.scheduler.to_string(),
             "group_size": args.ysb.scheduling.group_size_json(),
+            "latency_target": args.ysb.scheduling.latency_target(),
             "combine": !args.no_combine,
             "seed": args.ysb.seed,
             "checkpoint_interval_ms": args.ysb.checkpoint_interval_ms(),

@@ -87,7 +87,7 @@ pub async fn run(
         session,
         addresses,
         tracker: GroupTracker::new(BatchLedger::new(job.clock, first_stage, last_stage)),
-        policy: GroupSizePolicy::new(job.settings.group_size, job.settings.overhead_bounds),
+        policy: GroupSizePolicy::for_job(&job.settings),
         next_group: 0,
         next_batch: attempt.first_batch,
         batch_limit: job.batches_total().unwrap_or(u64::MAX),

@@ -26,7 +26,7 @@
 //! (1 → 32 batches at 10 ms, as measured under overload). It still grows by at least one
 //! batch and at most doubles.
 
-use sleet_plan::{GroupSize, OverheadBounds};
+use sleet_plan::{GroupSize, JobSettings, OverheadBounds};
 
 /// The largest automatic group size. A group is also the unit of adaptation, so one that
 /// spans many seconds reacts late to failures and membership changes.
@@ -165,6 +165,19 @@ impl GroupSizePolicy {
         }
     }
 
+    /// The policy a job's settings ask for: its group size, and its latency target if it has one.
+    pub fn for_job(settings: &JobSettings) -> Self {
+        let policy = GroupSizePolicy::new(settings.group_size, settings.overhead_bounds);
+        match settings.latency_target {
+            Some(target) => policy.with_latency_bound(
+                u32::try_from(target.target_ms).unwrap_or(u32::MAX),
+                target.group_share,
+                u32::try_from(settings.batch_interval_ms).unwrap_or(u32::MAX),
+            ),
+            None => policy,
+        }
+    }
+
     /// Bounds the automatic size by latency (`GroupSizeController::with_latency_bound`). A
     /// fixed size is the user's explicit choice and stays as it is.
     pub fn with_latency_bound(self, target_ms: u32, share: f64, interval_ms: u32) -> Self {
@@ -208,6 +221,29 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn a_jobs_latency_target_bounds_its_automatic_groups_and_nothing_else() {
+        let settings = JobSettings {
+            batch_interval_ms: 10,
+            latency_target: Some(sleet_plan::LatencyTarget { target_ms: 100, group_share: 0.5 }),
+            ..JobSettings::default()
+        };
+        let mut policy = GroupSizePolicy::for_job(&settings);
+        for _ in 0..20 {
+            let size = policy.size();
+            policy.observe(0.9, size);
+        }
+        assert_eq!(policy.size(), 5, "half of 100 ms is five batches of 10 ms, however high the overhead");
+        let mut unbounded = GroupSizePolicy::for_job(&JobSettings { latency_target: None, ..settings.clone() });
+        for _ in 0..20 {
+            let size = unbounded.size();
+            unbounded.observe(0.9, size);
+        }
+        assert_eq!(unbounded.size(), GROUP_SIZE_AUTO_MAX, "without a target only the maximum stops it");
+        let fixed = JobSettings { group_size: GroupSize::Fixed(40), ..settings };
+        assert_eq!(GroupSizePolicy::for_job(&fixed).size(), 40);
+    }
 
     #[test]
     fn an_overhead_that_is_no_number_leaves_size_and_average_as_they_were() {

@@ -136,6 +136,40 @@ impl std::str::FromStr for OverheadBounds {
     }
 }
 
+/// A job's latency target, and the share of it one group of batches may span: the automatic
+/// group size never grows past `group_share × target_ms` of batches (at least one). A group is
+/// what the driver acts on (checkpoints, size changes, membership wait for its boundary, and
+/// workers hold its reports until it ends), so its span is latency the job can be charged.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyTarget {
+    pub target_ms: u64,
+    #[serde(default = "default_group_share")]
+    pub group_share: f64,
+}
+
+/// A quarter of the target: room for the batch's own processing and its window after it.
+pub const DEFAULT_GROUP_SHARE: f64 = 0.25;
+
+fn default_group_share() -> f64 {
+    DEFAULT_GROUP_SHARE
+}
+
+impl LatencyTarget {
+    pub fn new(target_ms: u64) -> Self {
+        LatencyTarget { target_ms, group_share: DEFAULT_GROUP_SHARE }
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        if self.target_ms == 0 || self.target_ms > u64::from(u32::MAX) {
+            return Err(format!("a latency target is 1 ms to {} ms, not {} ms", u32::MAX, self.target_ms));
+        }
+        if !(self.group_share > 0.0 && self.group_share <= 1.0) {
+            return Err(format!("a group's share of the latency target is in (0, 1], not {}", self.group_share));
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobSettings {
     pub batch_interval_ms: u64,
@@ -166,6 +200,10 @@ pub struct JobSettings {
     /// from its first batch.
     #[serde(default = "default_checkpoint_interval_ms")]
     pub checkpoint_interval_ms: u64,
+    /// Bounds the automatic group size by latency; `None` leaves it to the overhead bounds
+    /// alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<LatencyTarget>,
 }
 
 pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 1_000;
@@ -186,6 +224,7 @@ impl Default for JobSettings {
             dead_letter_dir: None,
             start_ms: None,
             checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
+            latency_target: None,
         }
     }
 }
@@ -216,6 +255,17 @@ impl JobSettings {
             return Err(invalid("group_size", "must be at least 1 or \"auto\"".into()));
         }
         self.overhead_bounds.check().map_err(|reason| invalid("overhead_bounds", reason))?;
+        if let Some(target) = &self.latency_target {
+            target.check().map_err(|reason| invalid("latency_target", reason))?;
+            // Only the automatic size has anything to bound; taken silently elsewhere, the
+            // target would look like it had an effect.
+            if self.scheduler != SchedulerKind::Group || self.group_size != GroupSize::Auto {
+                return Err(invalid(
+                    "latency_target",
+                    "bounds the automatic group size, so it needs scheduler group and group_size auto".into(),
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -307,6 +357,29 @@ mod tests {
             r#"{"batch_interval_ms": 10, "overhead_bounds": {"low": 0.2, "high": 0.1}}"#,
             Err("overhead_bounds"),
         );
+    }
+
+    #[test]
+    fn a_latency_target_takes_a_share_and_bounds_only_the_automatic_group_size() {
+        let settings: JobSettings =
+            serde_json::from_str(r#"{"batch_interval_ms": 10, "latency_target": {"target_ms": 200}}"#).expect("parses");
+        assert_eq!(settings.latency_target, Some(LatencyTarget { target_ms: 200, group_share: DEFAULT_GROUP_SHARE }));
+        assert!(settings.validate().is_ok());
+        let refused = [
+            (r#""latency_target": {"target_ms": 0}"#, "1 ms"),
+            (r#""latency_target": {"target_ms": 100, "group_share": 0}"#, "(0, 1]"),
+            (r#""latency_target": {"target_ms": 100, "group_share": 1.5}"#, "(0, 1]"),
+            (r#""latency_target": {"target_ms": 100}, "group_size": 8"#, "group_size auto"),
+            (r#""latency_target": {"target_ms": 100}, "scheduler": "bsp""#, "scheduler group"),
+        ];
+        for (fields, fragment) in refused {
+            let json = format!(r#"{{"batch_interval_ms": 10, {fields}}}"#);
+            let error = serde_json::from_str::<JobSettings>(&json).expect("parses").validate().expect_err(&json);
+            let text = error.to_string();
+            assert!(text.contains("latency_target") && text.contains(fragment), "{json}: `{text}`");
+        }
+        let unset = serde_json::to_string(&JobSettings::default()).expect("serializes");
+        assert!(!unset.contains("latency_target"), "job files without a target stay as they were: {unset}");
     }
 
     #[test]

@@ -38,7 +38,7 @@ pub use builder::PlanBuilder;
 pub use error::{NodeRef, PlanError};
 pub use expr::{col, lit, BinaryOp, CaseBranch, Expr, ExprTypeError, Scalar, ScalarFunction};
 pub use gateway::{GatewayEncoding, GatewayFormat, GatewaySourceSpec};
-pub use job::{GroupSize, JobFile, JobSettings, OverheadBounds, SchedulerKind};
+pub use job::{GroupSize, JobFile, JobSettings, LatencyTarget, OverheadBounds, SchedulerKind};
 pub use nexmark::{NexmarkSourceSpec, NexmarkTable};
 pub use node::{
     default_max_records_per_batch, AggFunc, Aggregate, EventTimeSource, FileSourceSpec, KafkaSourceSpec, KafkaStart,

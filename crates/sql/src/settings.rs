@@ -1,7 +1,7 @@
 //! `SET 'key' = 'value'`: how the job runs (batch interval, scheduler, checkpoints, …) and
 //! what its keyed state may hold. Keys are written with dots, dashes or underscores alike.
 
-use sleet_plan::{GroupSize, JobSettings, OverheadBounds, SchedulerKind};
+use sleet_plan::{GroupSize, JobSettings, LatencyTarget, OverheadBounds, SchedulerKind};
 
 use crate::error::{Position, SqlError};
 use crate::interval::duration_ms;
@@ -13,6 +13,8 @@ pub const KEYS: &[&str] = &[
     "scheduler",
     "group.size",
     "overhead.bounds",
+    "latency.target",
+    "group.latency.share",
     "combine",
     "checkpoint.interval",
     "start.ms",
@@ -46,6 +48,25 @@ pub fn apply(
         "scheduler" => job.scheduler = value.parse::<SchedulerKind>().map_err(bad)?,
         "group.size" => job.group_size = value.parse::<GroupSize>().map_err(bad)?,
         "overhead.bounds" => job.overhead_bounds = value.parse::<OverheadBounds>().map_err(bad)?,
+        "latency.target" => {
+            let ms = duration()?;
+            if ms == 0 {
+                return Err(bad("a latency target must be at least 1 ms".into()));
+            }
+            let share = job.latency_target.map_or(sleet_plan::job::DEFAULT_GROUP_SHARE, |target| target.group_share);
+            job.latency_target = Some(LatencyTarget { target_ms: ms as u64, group_share: share });
+        }
+        "group.latency.share" => {
+            let Some(target) = job.latency_target.as_mut() else {
+                return Err(bad("set 'latency.target' first: the share is of that target".into()));
+            };
+            target.group_share = value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|share| *share > 0.0 && *share <= 1.0)
+                .ok_or_else(|| bad(format!("`{value}` is not a share in (0, 1]")))?;
+        }
         "combine" => {
             job.combine = value.trim().parse::<bool>().map_err(|_| bad(format!("`{value}` is not true or false")))?
         }
@@ -103,5 +124,19 @@ mod tests {
         assert!(check("bacth.interval", "10ms").unwrap_err().contains("unknown setting"));
         assert!(check("scheduler", "fifo").unwrap_err().contains("unknown scheduler"));
         assert!(check("parallelism", "0").unwrap_err().contains("≥ 1"));
+    }
+
+    #[test]
+    fn a_latency_target_comes_first_and_its_group_share_after() {
+        let (mut job, mut query) = check("latency.target", "200ms").unwrap();
+        assert_eq!(job.latency_target, Some(LatencyTarget { target_ms: 200, group_share: 0.25 }));
+        apply("group-latency-share", "0.5", Position::default(), &mut job, &mut query).unwrap();
+        assert_eq!(job.latency_target.map(|target| target.group_share), Some(0.5));
+        assert!(check("group.latency.share", "0.5").unwrap_err().contains("set 'latency.target' first"));
+        assert!(check("latency.target", "0").unwrap_err().contains("at least 1 ms"));
+        let mut job = JobSettings::default();
+        apply("latency.target", "1s", Position::default(), &mut job, &mut query).unwrap();
+        let error = apply("group.latency.share", "2", Position::default(), &mut job, &mut query).unwrap_err();
+        assert!(error.to_string().contains("(0, 1]"), "{error}");
     }
 }

@@ -22,6 +22,7 @@ use sleet_cli::client::{run_job, status_line};
 use super::{BenchYsbArgs, Probe, RunOutcome};
 use crate::cpu_time::{cpu_seconds, find_kafka_broker, total_cpu_seconds};
 use crate::gen_ysb::Produced;
+use crate::memory_watch::{memory_json, MemoryWatch};
 use crate::producer_process::ProducerProcess;
 use crate::read_all::ReadAll;
 use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
@@ -165,6 +166,7 @@ async fn run_with_topic(
     );
 
     let cluster = args.start_cluster(run_dir)?;
+    let memory = MemoryWatch::of_cluster(&cluster)?;
     let sleet_before = total_cpu_seconds(&cluster.pids());
     let broker_before = broker_cpu();
     let started = std::time::Instant::now();
@@ -184,6 +186,7 @@ async fn run_with_topic(
     .await;
     let sleet_s = total_cpu_seconds(&cluster.pids()) - sleet_before;
     let broker_s = broker_cpu().zip(broker_before).map(|(after, before)| after - before);
+    let memory = memory.finish()?;
     let pinned = cluster.pinned();
     cluster.shutdown().await;
     crate::interrupt::check()?;
@@ -215,6 +218,7 @@ async fn run_with_topic(
             "batch_interval_ms": args.ysb.batch_interval_ms(),
             "scheduler": args.ysb.scheduling.scheduler.to_string(),
             "group_size": args.ysb.scheduling.group_size_json(),
+            "latency_target": args.ysb.scheduling.latency_target(),
             "rate": probe.rate,
             "partitions": partitions,
             "max_records_per_batch": args.input.max_records_per_batch,
@@ -237,6 +241,7 @@ async fn run_with_topic(
         sink_sightings: None,
     };
     let mut report = evaluate(&plan, &summary, &results_dir)?;
+    report.json["memory"] = memory_json(&memory);
     let drain = drain_figures(&summary);
     let offset_ranges = offset_ranges(&summary);
     report.json["kafka"] = json!({
@@ -285,15 +290,22 @@ fn drain_figures(summary: &sleet_wire::JobSummary) -> serde_json::Value {
 }
 
 /// Whether each partition's logged offset ranges follow one another, batch by batch, with
-/// no gap and no overlap: what a replay of the batch log depends on.
+/// no gap and no overlap: what a replay of the batch log depends on. Also how far apart the
+/// partitions got: the most offsets one had read beyond another at the end of a batch. The
+/// producer writes the partitions alike, so offsets apart are event time apart, and a
+/// partition far behind the others in event time is one whose rows a window may already have
+/// closed on (`docs/experiments/2026-11-28-latency-target-and-memory.md`).
 fn offset_ranges(summary: &sleet_wire::JobSummary) -> serde_json::Value {
     let mut next: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
+    let mut first_start: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
     let mut breaks = Vec::new();
     let mut logged = 0;
+    let mut spread_max: Option<(i64, u64)> = None;
     for batch in &summary.batches {
         for (partition, range) in &batch.source_ranges {
             let SourceRange::Offsets { start, end } = *range else { continue };
             logged += 1;
+            first_start.entry(*partition).or_insert(start);
             if let Some(expected) = next.insert(*partition, end) {
                 if start != expected {
                     breaks
@@ -301,9 +313,20 @@ fn offset_ranges(summary: &sleet_wire::JobSummary) -> serde_json::Value {
                 }
             }
         }
+        let read = next.iter().map(|(partition, end)| end - first_start[partition]);
+        if let (Some(most), Some(least)) = (read.clone().max(), read.min()) {
+            if spread_max.is_none_or(|(spread, _)| most - least > spread) {
+                spread_max = Some((most - least, batch.batch));
+            }
+        }
     }
     breaks.truncate(10);
-    json!({ "ranges_logged": logged, "contiguous": logged > 0 && breaks.is_empty(), "breaks": breaks })
+    json!({
+        "ranges_logged": logged,
+        "contiguous": logged > 0 && breaks.is_empty(),
+        "breaks": breaks,
+        "partitions_apart_max": spread_max.map(|(offsets, batch)| json!({ "offsets": offsets, "batch": batch })),
+    })
 }
 
 async fn wait_for_file(path: &Path) -> Result<()> {
@@ -314,4 +337,41 @@ async fn wait_for_file(path: &Path) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     anyhow::bail!("the producer did not write {} within 6 s", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use sleet_wire::{BatchRecord, JobSummary};
+
+    use super::*;
+
+    fn batch(batch: u64, ranges: &[(u32, i64, i64)]) -> BatchRecord {
+        let source_ranges = ranges
+            .iter()
+            .map(|(partition, start, end)| (*partition, SourceRange::Offsets { start: *start, end: *end }));
+        BatchRecord { batch, source_ranges: source_ranges.collect(), ..BatchRecord::default() }
+    }
+
+    #[test]
+    fn partitions_apart_is_the_largest_lead_in_offsets_read_at_a_batch_end_and_breaks_are_named() {
+        // Partition 1 starts at offset 500 (a topic written to before): what counts is what
+        // each read, not where it stands.
+        let summary = JobSummary {
+            batches: vec![
+                batch(0, &[(0, 0, 100), (1, 500, 520)]),
+                batch(1, &[(0, 100, 300), (1, 520, 530)]),
+                batch(2, &[(0, 300, 310), (1, 530, 800)]),
+            ],
+            ..JobSummary::default()
+        };
+        let figures = offset_ranges(&summary);
+        assert_eq!(figures["contiguous"], true);
+        assert_eq!(figures["partitions_apart_max"], json!({ "offsets": 270, "batch": 1 }), "300 read against 30");
+        let gap =
+            JobSummary { batches: vec![batch(0, &[(0, 0, 10)]), batch(1, &[(0, 12, 20)])], ..JobSummary::default() };
+        let figures = offset_ranges(&gap);
+        assert_eq!(figures["contiguous"], false);
+        assert_eq!(figures["breaks"][0], "batch 1 partition 0 starts at 12, not 10");
+        assert_eq!(figures["partitions_apart_max"]["offsets"], 0, "one partition is never apart from itself");
+    }
 }

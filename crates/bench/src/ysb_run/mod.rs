@@ -24,6 +24,7 @@ use sleet_workloads::ysb_job::{ysb_job, ysb_source_spec, YsbFlags, YsbOptions};
 
 use crate::batch_figures::lag_bound_ms;
 use crate::host_capacity::HostMeter;
+use crate::memory_watch::{memory_json, MemoryWatch};
 use crate::sink_watch::SinkWatch;
 use crate::ysb_report::{evaluate, RunPlan, RunReport};
 
@@ -214,6 +215,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     // Watching from before the cluster starts: a batch's rows must not be written unseen.
     let watch = SinkWatch::start(&results_dir)?;
     let cluster = args.start_cluster(run_dir)?;
+    let memory = MemoryWatch::of_cluster(&cluster)?;
     let started = std::time::Instant::now();
     let give_up = GiveUp::new(probe.give_up_lag_ms);
     let mut last_status = None;
@@ -237,6 +239,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
     )
     .await;
     let host = host.finish();
+    let memory = memory.finish()?;
     let pinned = cluster.pinned();
     cluster.shutdown().await;
     crate::interrupt::check()?;
@@ -251,6 +254,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
             "batch_interval_ms": args.ysb.batch_interval_ms(),
             "scheduler": args.ysb.scheduling.scheduler.to_string(),
             "group_size": args.ysb.scheduling.group_size_json(),
+            "latency_target": args.ysb.scheduling.latency_target(),
             "overhead_bounds": args.ysb.scheduling.overhead_bounds_json(),
             "rate": probe.rate,
             "partitions": partitions,
@@ -272,6 +276,7 @@ pub async fn run_once(args: &BenchYsbArgs, probe: &Probe, run_dir: &Path) -> Res
         host,
         sink_sightings: Some(sightings),
     };
-    let report = evaluate(&plan, &summary, &results_dir)?;
+    let mut report = evaluate(&plan, &summary, &results_dir)?;
+    report.json["memory"] = memory_json(&memory);
     Ok(RunOutcome { report, last_status_events_per_s: last_status })
 }

@@ -132,3 +132,22 @@ fn the_automatic_group_size_grows_while_workers_wait_for_coordination() {
     assert!(largest >= 4, "the size should have doubled at least twice: {sizes:?}");
     assert_eq!(sizes.iter().sum::<u64>(), 400, "the groups cover every batch once: {sizes:?}");
 }
+
+#[test]
+fn a_latency_target_stops_the_automatic_group_size_at_its_share() {
+    // The same backlog that makes the size double without a target: 40 ms × 0.5 allows two
+    // batches of 10 ms per group, so the size climbs to two and stays there.
+    let run = sched_run(
+        "latency_bounded_group_size",
+        "sched",
+        2,
+        400,
+        &["--scheduler", "group", "--group-size", "auto", "--latency-target", "40ms", "--group-latency-share", "0.5"],
+    );
+    assert_eq!(run["complete"], true, "{run}");
+    assert_eq!(run["config"]["latency_target"], serde_json::json!({"target_ms": 40, "group_share": 0.5}));
+    let sizes: Vec<u64> =
+        run["group_sizes"].as_array().expect("group sizes").iter().filter_map(serde_json::Value::as_u64).collect();
+    assert_eq!(sizes.iter().copied().max(), Some(2), "grown to the bound and never past it: {sizes:?}");
+    assert_eq!(sizes.iter().sum::<u64>(), 400, "the groups cover every batch once: {sizes:?}");
+}

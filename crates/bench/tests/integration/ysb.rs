@@ -76,6 +76,27 @@ fn ysb_counts_equal_ground_truth_with_partial_aggregation() {
     assert_eq!(run.result["config"]["group_size"], "auto");
     let groups = run.result["groups"]["count"].as_u64().expect("group records");
     assert!((1..=300).contains(&groups), "300 batches ran in {groups} groups");
+    assert_memory_reported(&run.result["memory"]);
+}
+
+/// Every process of the cluster has a peak and a sample a second, and the sum is of those peaks.
+fn assert_memory_reported(memory: &serde_json::Value) {
+    let processes = memory["processes"].as_array().expect("memory per process");
+    let roles: Vec<&str> = processes.iter().filter_map(|process| process["role"].as_str()).collect();
+    assert_eq!(roles, ["driver", "worker-1", "worker-2"], "{memory}");
+    let mut sum = 0.0;
+    for process in processes {
+        let peak = process["peak_rss_mb"].as_f64().expect("a peak");
+        let samples: Vec<f64> =
+            process["rss_mb"].as_array().expect("samples").iter().filter_map(|mb| mb.as_f64()).collect();
+        // A process of this size holds more than a megabyte, and far less than a gigabyte.
+        assert!((1.0..1_000.0).contains(&peak), "{process}");
+        assert!(samples.len() as u64 >= DURATION_S, "about one sample a second: {process}");
+        assert!(samples.iter().all(|mb| *mb > 0.0 && *mb <= peak), "{process}");
+        sum += peak;
+    }
+    let reported = memory["peak_rss_mb_sum"].as_f64().expect("the sum");
+    assert!((reported - sum).abs() < 1e-6, "{reported} against {sum}");
 }
 
 #[test]
