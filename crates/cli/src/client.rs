@@ -35,7 +35,13 @@ pub fn status_tail(progress: &JobProgress) -> String {
         _ => String::new(),
     };
     let bottleneck = progress.bottleneck.as_ref().map_or(String::new(), |name| format!(" | bottleneck {name}"));
-    group + &bottleneck + &crate::state_report::state_status(progress.state.as_ref())
+    // Rows behind the watermark are lost to the results: shown as soon as there is one, since
+    // a source whose partitions drift apart loses them with no other sign (docs/jobs.md).
+    let late = match progress.late_rows_dropped {
+        0 => String::new(),
+        rows => format!(" | late rows dropped {rows}"),
+    };
+    group + &bottleneck + &late + &crate::state_report::state_status(progress.state.as_ref())
 }
 
 /// A running job's status line, printed on each progress report: the last second's rate, the
@@ -229,4 +235,18 @@ pub fn describe_recovery(recovery: &sleet_wire::RecoveryRecord) -> String {
         recovery.reused_map_tasks,
         recovery.moves.len()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn late_rows_appear_in_the_status_once_there_are_any() {
+        let mut progress = JobProgress { group_size: Some(4), ..JobProgress::default() };
+        assert_eq!(status_tail(&progress), " | group 4");
+        progress.late_rows_dropped = 2_600;
+        assert_eq!(status_tail(&progress), " | group 4 | late rows dropped 2600");
+        assert!(status_line(Duration::from_secs(3), &progress).contains("late rows dropped 2600"));
+    }
 }
