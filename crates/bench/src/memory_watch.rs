@@ -44,10 +44,7 @@ impl ProcessMemory {
     /// minute or less.
     pub fn growth_after_first_minute(&self) -> Option<f64> {
         let settled = *self.rss_mb.get(SETTLING - 1)?;
-        let later = self.rss_mb[SETTLING..]
-            .iter()
-            .copied()
-            .fold(None, |max: Option<f64>, mb| Some(max.map_or(mb, |max| max.max(mb))))?;
+        let later = self.rss_mb[SETTLING..].iter().copied().reduce(f64::max)?;
         (settled > 0.0).then(|| later / settled)
     }
 }
@@ -124,15 +121,10 @@ pub fn memory_json(processes: &[ProcessMemory]) -> serde_json::Value {
 
 /// RSS and peak RSS of `pid` in MB, or `None` if it is gone.
 fn read_memory(pid: u32) -> Option<(f64, f64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    Some((status_mb(&status, "VmRSS:")?, status_mb(&status, "VmHWM:")?))
-}
-
-/// A `/proc/<pid>/status` line such as `VmRSS:   12345 kB`, in MB.
-fn status_mb(status: &str, key: &str) -> Option<f64> {
-    let line = status.lines().find_map(|line| line.strip_prefix(key))?;
-    let kilobytes: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
-    Some(kilobytes as f64 * 1024.0 / 1e6)
+    let status = procfs::process::Process::new(i32::try_from(pid).ok()?).ok()?.status().ok()?;
+    // The kernel gives both in kB.
+    let megabytes = |kilobytes: u64| kilobytes as f64 * 1024.0 / 1e6;
+    Some((megabytes(status.vmrss?), megabytes(status.vmhwm?)))
 }
 
 #[cfg(test)]
@@ -173,7 +165,5 @@ mod tests {
         rss_mb.extend([70.0, 75.0, 69.0]);
         let process = ProcessMemory { role: "w".into(), pid: 1, peak_rss_mb: Some(75.0), rss_mb };
         assert_eq!(process.growth_after_first_minute(), Some(75.0 / 69.0));
-        assert_eq!(status_mb("Name:\tsleet\nVmRSS:\t   2048 kB\n", "VmRSS:"), Some(2.097152));
-        assert_eq!(status_mb("VmRSS:\t2048 MB\n", "VmRSS:"), None);
     }
 }

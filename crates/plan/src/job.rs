@@ -155,18 +155,25 @@ fn default_group_share() -> f64 {
 }
 
 impl LatencyTarget {
-    pub fn new(target_ms: u64) -> Self {
-        LatencyTarget { target_ms, group_share: DEFAULT_GROUP_SHARE }
-    }
-
     pub fn check(&self) -> Result<(), String> {
         if self.target_ms == 0 || self.target_ms > u64::from(u32::MAX) {
             return Err(format!("a latency target is 1 ms to {} ms, not {} ms", u32::MAX, self.target_ms));
         }
-        if !(self.group_share > 0.0 && self.group_share <= 1.0) {
-            return Err(format!("a group's share of the latency target is in (0, 1], not {}", self.group_share));
-        }
+        check_group_share(self.group_share)
+    }
+
+    /// A group's share as a flag or a setting writes it (`0.25`), checked as `check` does.
+    pub fn parse_group_share(text: &str) -> Result<f64, String> {
+        let share: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a share in (0, 1]"))?;
+        check_group_share(share).map(|()| share)
+    }
+}
+
+fn check_group_share(share: f64) -> Result<(), String> {
+    if share > 0.0 && share <= 1.0 {
         Ok(())
+    } else {
+        Err(format!("a group's share of the latency target is in (0, 1], not {share}"))
     }
 }
 

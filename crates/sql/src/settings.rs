@@ -60,12 +60,7 @@ pub fn apply(
             let Some(target) = job.latency_target.as_mut() else {
                 return Err(bad("set 'latency.target' first: the share is of that target".into()));
             };
-            target.group_share = value
-                .trim()
-                .parse::<f64>()
-                .ok()
-                .filter(|share| *share > 0.0 && *share <= 1.0)
-                .ok_or_else(|| bad(format!("`{value}` is not a share in (0, 1]")))?;
+            target.group_share = LatencyTarget::parse_group_share(value).map_err(bad)?;
         }
         "combine" => {
             job.combine = value.trim().parse::<bool>().map_err(|_| bad(format!("`{value}` is not true or false")))?

@@ -22,16 +22,8 @@ pub struct SchedulerArgs {
     #[arg(long, value_parser = crate::duration_arg::millis)]
     latency_target: Option<std::time::Duration>,
     /// The share of --latency-target one group may span, in (0, 1] [default: 0.25].
-    #[arg(long, requires = "latency_target", value_parser = parse_share)]
+    #[arg(long, requires = "latency_target", value_parser = LatencyTarget::parse_group_share)]
     group_latency_share: Option<f64>,
-}
-
-fn parse_share(text: &str) -> Result<f64, String> {
-    text.trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|share| *share > 0.0 && *share <= 1.0)
-        .ok_or_else(|| format!("`{text}` is not a share in (0, 1]"))
 }
 
 impl SchedulerArgs {
