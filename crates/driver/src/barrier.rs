@@ -3,24 +3,34 @@
 
 use std::collections::BTreeMap;
 
-use sleet_wire::{BlockId, BlockLocation, TaskId, TaskStats, WorkerId};
+use sleet_wire::{BlockId, BlockLocation, MapEventTime, TaskId, TaskStats, WorkerId};
 
 #[derive(Debug)]
 pub struct StageBarrier {
     outstanding: BTreeMap<TaskId, WorkerId>,
     /// Map output per reduce partition, for the next stage's tasks.
     pub blocks_by_reduce_partition: BTreeMap<u32, Vec<BlockLocation>>,
+    /// How far in event time each map partition that wrote rows got: every reduce task of
+    /// the next stage is told all of them.
+    pub event_times: Vec<MapEventTime>,
 }
 
 impl StageBarrier {
     pub fn new(tasks: impl IntoIterator<Item = (TaskId, WorkerId)>) -> Self {
-        StageBarrier { outstanding: tasks.into_iter().collect(), blocks_by_reduce_partition: BTreeMap::new() }
+        StageBarrier {
+            outstanding: tasks.into_iter().collect(),
+            blocks_by_reduce_partition: BTreeMap::new(),
+            event_times: Vec::new(),
+        }
     }
 
     /// Records a successful report. Returns false for a task this barrier does not wait for.
     pub fn complete(&mut self, task: TaskId, stats: &TaskStats, worker: WorkerId, address: &str) -> bool {
         if self.outstanding.remove(&task).is_none() {
             return false;
+        }
+        if let Some(max_ms) = stats.event_time_ms {
+            self.event_times.push(MapEventTime { map_partition: task.partition, max_ms });
         }
         for meta in &stats.blocks {
             let block = BlockId::of(task, meta.reduce_partition);

@@ -96,6 +96,7 @@ pub async fn run(
                             .as_mut()
                             .and_then(|barrier| barrier.blocks_by_reduce_partition.remove(&partition))
                             .unwrap_or_default(),
+                        event_times: upstream.as_ref().map(|barrier| barrier.event_times.clone()).unwrap_or_default(),
                     },
                 };
                 let worker = placement.worker_of(partition);

@@ -105,7 +105,11 @@ mod tests {
                 partitions: map_partitions,
                 input: StageInput::Source(source),
                 ops: Vec::new(),
-                output: StageOutput::Shuffle { keys: vec!["k".into()], partitions: reduce_partitions },
+                output: StageOutput::Shuffle {
+                    keys: vec!["k".into()],
+                    partitions: reduce_partitions,
+                    event_time: None,
+                },
             },
             StagePlan {
                 id: StageId(1),

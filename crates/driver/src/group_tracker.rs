@@ -268,7 +268,7 @@ mod tests {
                 partitions: 1,
                 input: StageInput::Source(source),
                 ops: Vec::new(),
-                output: StageOutput::Shuffle { keys: vec!["k".into()], partitions: 1 },
+                output: StageOutput::Shuffle { keys: vec!["k".into()], partitions: 1, event_time: None },
             },
             StagePlan {
                 id: StageId(1),

@@ -93,6 +93,14 @@ impl<'a> Reader<'a> {
     pub(crate) fn i64(&mut self) -> Result<i64, ExecError> {
         Ok(i64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
+    /// A value `write_optional_i64` wrote; `what` names it in the error for a bad flag.
+    pub(crate) fn optional_i64(&mut self, what: &str) -> Result<Option<i64>, ExecError> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.i64()?)),
+            flag => Err(ExecError::CorruptSnapshot(format!("bad {what} flag {flag}"))),
+        }
+    }
     /// Checks that nothing follows what was read: a snapshot's parts fit it exactly.
     pub(crate) fn finish(&self) -> Result<(), ExecError> {
         if !self.bytes.is_empty() {
@@ -135,6 +143,17 @@ pub(crate) fn sorted_keys<V>(table: &FxHashMap<Box<[u8]>, V>) -> Vec<&[u8]> {
     let mut keys: Vec<&[u8]> = table.keys().map(AsRef::as_ref).collect();
     keys.sort();
     keys
+}
+
+/// A presence byte, then the value when there is one.
+pub(crate) fn write_optional_i64(value: Option<i64>, out: &mut Vec<u8>) {
+    match value {
+        Some(value) => {
+            out.push(1);
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+        None => out.push(0),
+    }
 }
 
 /// Writes an encoded key with its length before it, as keyed snapshots hold their keys.

@@ -38,6 +38,7 @@ pub mod key;
 pub mod keyed_aggregate;
 pub mod ops;
 pub mod partition;
+pub mod partition_progress;
 pub mod pipeline;
 mod ranking;
 

@@ -22,6 +22,7 @@ use crate::json::DeadLetter;
 use crate::keyed_aggregate::KeyedAggregateExec;
 use crate::ops::{FilterExec, LookupExec, ProjectExec};
 use crate::partition::partition_batch;
+use crate::partition_progress::MapProgress;
 use crate::records::RawRecords;
 use crate::session::SessionWindowAggregateExec;
 use crate::state::{join_stage_snapshot, split_stage_snapshot, StateCounts, StateSize};
@@ -38,7 +39,12 @@ pub enum StageInputData {
     /// columns they must hold (by name, with its types); other columns are dropped as the
     /// decoder's projection would.
     Decoded(RecordBatch),
-    Blocks(Vec<RecordBatch>),
+    /// A reduce task's blocks, with how far in event time the map partitions that wrote
+    /// them got (`None`: the map side reports no progress, and a window keeps its own).
+    Blocks {
+        blocks: Vec<RecordBatch>,
+        progress: Option<MapProgress>,
+    },
 }
 
 /// What one run of a stage produced.
@@ -77,6 +83,9 @@ pub struct StageRunOutput {
     /// Time the map-side combine (the partial window aggregate) took: the what-if for
     /// turning it off moves this work to the reduce side, so it is measured apart.
     pub combine_us: u64,
+    /// For a stage whose shuffle feeds an event-time window: the largest event time among
+    /// the rows it wrote, its partition's progress (`partition_progress`).
+    pub event_time_ms: Option<i64>,
 }
 
 /// A stage's input as rows, between `StagePipeline::decode` and `run_rows`.
@@ -87,6 +96,7 @@ pub struct StageRows {
     /// Whether the stage's decode operator has done its part (or been skipped for decoded
     /// rows), so `run_rows` starts after it.
     decoded: bool,
+    progress: Option<MapProgress>,
 }
 
 enum OperatorExec {
@@ -195,6 +205,7 @@ impl StagePipeline {
                     records_in: records.len() as u64,
                     dead_letters: decoded.dead_letters,
                     decoded: true,
+                    progress: None,
                 }
             }
             (StageInputData::Raw(records), None) => StageRows {
@@ -202,23 +213,26 @@ impl StagePipeline {
                 records_in: records.len() as u64,
                 dead_letters: Vec::new(),
                 decoded: false,
+                progress: None,
             },
             (StageInputData::Decoded(rows), Some(decoder)) => StageRows {
                 batches: vec![in_schema(rows, &decoder.output_schema())?],
                 records_in: rows.num_rows() as u64,
                 dead_letters: Vec::new(),
                 decoded: true,
+                progress: None,
             },
             (StageInputData::Decoded(_), None) => {
                 return Err(ExecError::DecodedInput(
                     "the stage does not start by decoding, so it cannot take decoded rows".into(),
                 ))
             }
-            (StageInputData::Blocks(blocks), _) => StageRows {
+            (StageInputData::Blocks { blocks, progress }, _) => StageRows {
                 batches: blocks.iter().filter(|block| block.num_rows() > 0).cloned().collect(),
                 records_in: blocks.iter().map(|block| block.num_rows() as u64).sum(),
                 dead_letters: Vec::new(),
                 decoded: false,
+                progress: progress.clone(),
             },
         })
     }
@@ -231,19 +245,28 @@ impl StagePipeline {
             ..StageRunOutput::default()
         };
         let mut batches = rows.batches;
+        // The map partitions' progress is of the stage's input: only its first operator takes it.
+        let mut progress = rows.progress;
         let skipped = usize::from(rows.decoded);
         let input_ends = self.last_batch == Some(batch);
         for (operator, bound_name) in self.operators.iter_mut().zip(&self.bound_names).skip(skipped) {
+            let progress = progress.take();
             let holds_final_rows = matches!(operator, OperatorExec::Window(window) if window.emits_on_close());
             if batches.is_empty() && !(input_ends && holds_final_rows) {
-                // No input at all (e.g. a reduce partition no key hashed to): nothing can change.
+                // No input at all (e.g. a reduce partition no key hashed to): nothing can
+                // change, but how far the partitions got still counts.
+                if let (OperatorExec::Window(window), Some(progress)) = (operator, &progress) {
+                    window.observe_progress(progress);
+                }
                 break;
             }
             batches = match operator {
                 OperatorExec::Decode(_) => unreachable!("validated: decode only reads raw source records"),
                 OperatorExec::Window(_) | OperatorExec::SessionWindow(_) => {
                     let mut output = match operator {
-                        OperatorExec::Window(window) => window.process(&batches, batch)?,
+                        OperatorExec::Window(window) => {
+                            window.process_with_progress(&batches, batch, progress.as_ref())?
+                        }
                         OperatorExec::SessionWindow(session) => session.process(&batches, batch)?,
                         _ => unreachable!("matched above"),
                     };
@@ -326,7 +349,10 @@ impl StagePipeline {
         let result = concat(&batches)?;
         out.rows_out = result.num_rows() as u64;
         match &self.output {
-            StageOutput::Shuffle { keys, partitions } => {
+            StageOutput::Shuffle { keys, partitions, event_time } => {
+                if let Some(event_time) = event_time {
+                    out.event_time_ms = max_event_time(&result, event_time)?;
+                }
                 out.blocks = partition_batch(&result, keys, *partitions)?;
             }
             StageOutput::Sink(_) => out.sink_rows = Some(result),
@@ -485,6 +511,11 @@ fn record_timestamp_column(input: &StageInput) -> Option<&str> {
         },
         _ => None,
     }
+}
+
+/// The largest value of the event-time column `name` (nulls aside), or none for no rows.
+fn max_event_time(rows: &RecordBatch, name: &str) -> Result<Option<i64>, ExecError> {
+    Ok(arrow_arith::aggregate::max(&crate::cell::event_times(rows, name)?))
 }
 
 fn concat(batches: &[RecordBatch]) -> Result<RecordBatch, ExecError> {

@@ -7,7 +7,7 @@
 //! time           = 0 | 1 i64
 //! ```
 
-use crate::cell::Reader;
+use crate::cell::{write_optional_i64, Reader};
 use crate::error::ExecError;
 
 /// An operator's snapshot kind: what its bytes start with, and what an error calls it.
@@ -59,8 +59,8 @@ impl StateClock {
         let mut out = Vec::new();
         out.extend_from_slice(format.magic);
         out.push(format.version);
-        write_time(self.max_event_time, &mut out);
-        write_time(self.swept_at, &mut out);
+        write_optional_i64(self.max_event_time, &mut out);
+        write_optional_i64(self.swept_at, &mut out);
         out
     }
 
@@ -81,27 +81,9 @@ impl StateClock {
                 format.version
             )));
         }
-        let max_event_time = read_time(reader)?;
-        let swept_at = read_time(reader)?;
+        let max_event_time = reader.optional_i64("time")?;
+        let swept_at = reader.optional_i64("time")?;
         Ok(StateClock { ttl_ms, max_event_time, swept_at })
-    }
-}
-
-fn write_time(time: Option<i64>, out: &mut Vec<u8>) {
-    match time {
-        Some(time) => {
-            out.push(1);
-            out.extend_from_slice(&time.to_le_bytes());
-        }
-        None => out.push(0),
-    }
-}
-
-fn read_time(reader: &mut Reader<'_>) -> Result<Option<i64>, ExecError> {
-    match reader.u8()? {
-        0 => Ok(None),
-        1 => Ok(Some(reader.i64()?)),
-        flag => Err(ExecError::CorruptSnapshot(format!("bad time flag {flag}"))),
     }
 }
 

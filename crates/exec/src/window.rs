@@ -31,9 +31,10 @@ use crate::aggregate::{
     fold_row, folds_for, merge_accumulators, read_accumulators, write_accumulators, Accumulator, Fold, Layout,
     WindowRow,
 };
-use crate::cell::{column, sorted_keys, write_key, Reader};
+use crate::cell::{column, sorted_keys, write_key, write_optional_i64, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
+use crate::partition_progress::{MapProgress, PartitionProgress};
 use crate::state::{StateSize, ENTRY_OVERHEAD_BYTES};
 
 /// Where a tumbling or hopping window puts a row: in the pane `pane_ms` long that holds its
@@ -285,7 +286,12 @@ pub struct WindowAggregateExec {
     stored: Panes,
     /// Per window start (or pane start, see `stored`), its groups.
     windows: Windows,
+    /// The largest event time among the rows folded so far: the watermark's base when no
+    /// map side reports its partitions' progress (`progress`).
     max_event_time: Option<i64>,
+    /// How far each map partition feeding this window has got: the watermark's base once
+    /// any batch brought it.
+    progress: PartitionProgress,
     schema: Option<SchemaRef>,
     generation: u64,
     /// The bytes of the keys of every open (window, key) group, kept as groups open and
@@ -294,8 +300,12 @@ pub struct WindowAggregateExec {
 }
 
 const SNAPSHOT_MAGIC: &[u8; 4] = b"SLWS";
-/// 2: a group's last update is a batch id, not a processing time.
-const SNAPSHOT_VERSION: u8 = 2;
+/// 2: a group's last update is a batch id, not a processing time. 3: the map partitions'
+/// progress follows the largest event time.
+const SNAPSHOT_VERSION: u8 = 3;
+/// Still read: a checkpoint taken before the partitions' progress was kept restores as a
+/// window that starts tracking it with the next batch.
+const SNAPSHOT_VERSION_WITHOUT_PROGRESS: u8 = 2;
 
 impl WindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>, input: AggregateInput) -> Self {
@@ -315,14 +325,25 @@ impl WindowAggregateExec {
             stored,
             windows: Windows::new(),
             max_event_time: None,
+            progress: PartitionProgress::default(),
             schema: None,
             generation: 0,
             key_bytes: 0,
         }
     }
 
+    /// The event time windows close by: the least progress of the map partitions feeding
+    /// the window (`partition_progress`), or with no such reports the largest event time
+    /// folded, less the allowed lateness.
     pub fn watermark_ms(&self) -> Option<i64> {
-        self.max_event_time.map(|max| max - self.layout.window.allowed_lateness_ms)
+        let base = if self.progress.is_tracking() { self.progress.reached() } else { self.max_event_time };
+        base.map(|time| time - self.layout.window.allowed_lateness_ms)
+    }
+
+    /// Takes in a batch's progress of the map partitions without rows to fold (none of
+    /// them sent this partition any): a later batch closes what it lets close.
+    pub fn observe_progress(&mut self, progress: &MapProgress) {
+        self.progress.observe(progress);
     }
 
     pub fn open_windows(&self) -> usize {
@@ -343,6 +364,17 @@ impl WindowAggregateExec {
 
     /// Folds `inputs`, the rows of batch `update_batch`, into the state.
     pub fn process(&mut self, inputs: &[RecordBatch], update_batch: u64) -> Result<WindowOutput, ExecError> {
+        self.process_with_progress(inputs, update_batch, None)
+    }
+
+    /// `process`, with the batch's progress of the map partitions that sent `inputs`, from
+    /// which the watermark is taken.
+    pub fn process_with_progress(
+        &mut self,
+        inputs: &[RecordBatch],
+        update_batch: u64,
+        progress: Option<&MapProgress>,
+    ) -> Result<WindowOutput, ExecError> {
         if self.schema.is_none() {
             if let Some(first) = inputs.first() {
                 self.schema = Some(self.layout.output_schema(&first.schema(), false));
@@ -372,6 +404,9 @@ impl WindowAggregateExec {
             if let Some(seen) = max_event_time {
                 self.max_event_time = Some(self.max_event_time.map_or(seen, |max| max.max(seen)));
             }
+        }
+        if let Some(progress) = progress {
+            self.progress.observe(progress);
         }
         // A window this batch both changed and closed is emitted before it goes.
         let updates = match self.layout.window.emit {
@@ -510,13 +545,8 @@ impl WindowAggregateExec {
         let mut out = Vec::with_capacity(self.snapshot_bytes_estimate());
         out.extend_from_slice(SNAPSHOT_MAGIC);
         out.push(SNAPSHOT_VERSION);
-        match self.max_event_time {
-            Some(max) => {
-                out.push(1);
-                out.extend_from_slice(&max.to_le_bytes());
-            }
-            None => out.push(0),
-        }
+        write_optional_i64(self.max_event_time, &mut out);
+        self.progress.write(&mut out);
         out.extend_from_slice(&(self.windows.len() as u32).to_le_bytes());
         for (start, groups) in &self.windows {
             out.extend_from_slice(&start.to_le_bytes());
@@ -543,7 +573,10 @@ impl WindowAggregateExec {
         // A key's length, the last update and max event time, and about 9 bytes a value.
         let per_group = 4 + 8 + 8 + 9 * self.folds.len();
         let groups: usize = self.windows.values().map(|groups| groups.len()).sum();
-        16 + self.windows.len() * WINDOW_HEADER + self.key_bytes as usize + groups * per_group
+        16 + self.progress.written_len()
+            + self.windows.len() * WINDOW_HEADER
+            + self.key_bytes as usize
+            + groups * per_group
     }
 
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
@@ -552,13 +585,13 @@ impl WindowAggregateExec {
             return Err(ExecError::CorruptSnapshot("not a window-state snapshot (bad magic)".into()));
         }
         let version = reader.u8()?;
-        if version != SNAPSHOT_VERSION {
+        if version != SNAPSHOT_VERSION && version != SNAPSHOT_VERSION_WITHOUT_PROGRESS {
             return Err(ExecError::CorruptSnapshot(format!("snapshot version {version}, expected {SNAPSHOT_VERSION}")));
         }
-        let max_event_time = match reader.u8()? {
-            0 => None,
-            1 => Some(reader.i64()?),
-            flag => return Err(ExecError::CorruptSnapshot(format!("bad watermark flag {flag}"))),
+        let max_event_time = reader.optional_i64("watermark")?;
+        let progress = match version {
+            SNAPSHOT_VERSION => PartitionProgress::read(&mut reader)?,
+            _ => PartitionProgress::default(),
         };
         let mut windows = Windows::new();
         let window_count = reader.u32()?;
@@ -583,6 +616,7 @@ impl WindowAggregateExec {
         self.key_bytes = windows.values().flat_map(|groups| groups.keys()).map(|key| key.len() as u64).sum();
         self.windows = windows;
         self.max_event_time = max_event_time;
+        self.progress = progress;
         Ok(())
     }
 }
@@ -817,6 +851,125 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Batch by batch, each source partition's rows: `[batch][partition]`.
+    type PartitionedBatches = Vec<Vec<Vec<TestRow>>>;
+
+    /// Three partitions, each moving its own event time forward by a random step every
+    /// batch (so one may run far ahead of another), its rows out of order by at most
+    /// `lateness` behind the largest time it has sent.
+    fn drifting_partitions(lateness: i64) -> impl Strategy<Value = PartitionedBatches> {
+        let partition_batch =
+            (0i64..400, prop::collection::vec(("[a-c]", 0i64..=1_000, prop::option::of(-20i64..20)), 0..6));
+        prop::collection::vec(prop::collection::vec(partition_batch, 3), 1..20).prop_map(move |batches| {
+            let mut clocks = [0i64; 3];
+            batches
+                .into_iter()
+                .map(|partitions| {
+                    partitions
+                        .into_iter()
+                        .enumerate()
+                        .map(|(partition, (step, rows))| {
+                            clocks[partition] += step;
+                            rows.into_iter()
+                                .map(|(key, jitter, value)| (key, clocks[partition] - jitter % (lateness + 1), value))
+                                .collect()
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+    }
+
+    /// Runs partitioned batches through a window fed with each partition's progress, as a
+    /// reduce task is; with `restore_at`, through a snapshot and a fresh operator there.
+    fn run_partitioned(
+        batches: &PartitionedBatches,
+        window: &WindowSpec,
+        partial: bool,
+        restore_at: Option<usize>,
+    ) -> (Table, u64) {
+        let (input, aggregates) =
+            if partial { (AggregateInput::Partials, aggregates()) } else { (AggregateInput::Rows, all_aggregates()) };
+        let new = || WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates.clone(), input);
+        let mut exec = new();
+        let mut partial_exec = PartialWindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates.clone());
+        let mut table = Table::new();
+        let mut late = 0;
+        for (index, partitions) in batches.iter().enumerate() {
+            if restore_at == Some(index) {
+                let bytes = exec.snapshot();
+                exec = new();
+                exec.restore(&bytes).expect("restores");
+            }
+            let blocks: Vec<RecordBatch> = partitions
+                .iter()
+                .map(
+                    |rows| {
+                        if partial {
+                            partial_exec.execute(&to_batch(rows)).expect("partial")
+                        } else {
+                            to_batch(rows)
+                        }
+                    },
+                )
+                .collect();
+            let event_times = partitions
+                .iter()
+                .enumerate()
+                .filter_map(|(partition, rows)| Some((partition as u32, rows.iter().map(|row| row.1).max()?)))
+                .collect();
+            let progress = MapProgress { batch_end_ms: index as i64 * 10, map_partitions: 3, event_times };
+            let output = exec.process_with_progress(&blocks, index as u64, Some(&progress)).expect("process");
+            late += output.late_rows_dropped;
+            absorb(&mut table, &output.updates, window);
+        }
+        (table, late)
+    }
+
+    proptest! {
+        /// However far one partition runs ahead of another, a row within the lateness of
+        /// its own partition's largest time is never late: every row counts, as if all came
+        /// in one batch. Through a snapshot and restore too.
+        #[test]
+        fn a_partition_running_ahead_makes_no_row_of_another_late(
+            (lateness, batches) in (0i64..120).prop_flat_map(|lateness| (Just(lateness), drifting_partitions(lateness))),
+            hopping: bool,
+            partial: bool,
+            restore_at in 0usize..20,
+        ) {
+            let window = window(hopping, lateness);
+            let every_row: Vec<TestRow> = batches.iter().flatten().flatten().cloned().collect();
+            let (expected, _) = reference(&[every_row], &window, !partial);
+            let (found, late) = run_partitioned(&batches, &window, partial, Some(restore_at));
+            prop_assert_eq!(late, 0);
+            prop_assert_eq!(found, expected);
+        }
+    }
+
+    #[test]
+    fn the_largest_time_of_any_partition_would_have_dropped_the_row_that_the_slowest_keeps() {
+        let window = spec(120);
+        // Partition 0 is at 10 000, partition 1 at 40; then partition 1 sends 60.
+        let batches: PartitionedBatches = vec![
+            vec![vec![("a".into(), 10_000, Some(1))], vec![("b".into(), 40, Some(1))]],
+            vec![vec![], vec![("b".into(), 60, Some(1))]],
+        ];
+        let mut own_max =
+            WindowAggregateExec::new(window.clone(), vec!["k".into()], aggregates(), AggregateInput::Rows);
+        let late: u64 = batches
+            .iter()
+            .enumerate()
+            .map(|(index, partitions)| {
+                let blocks: Vec<RecordBatch> = partitions.iter().map(|rows| to_batch(rows)).collect();
+                own_max.process(&blocks, index as u64).expect("process").late_rows_dropped
+            })
+            .sum();
+        assert_eq!(late, 1, "without the partitions' progress the row at 60 is behind 10 000 - 120");
+        let (table, late) = run_partitioned(&batches, &window, false, None);
+        assert_eq!(late, 0);
+        assert_eq!(table[&(0, "b".to_string())].0, 2, "both of partition 1's rows count");
     }
 
     #[test]

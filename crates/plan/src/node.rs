@@ -135,8 +135,10 @@ pub struct WindowSpec {
     /// of its last one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_ms: Option<i64>,
-    /// A window closes, and its state is dropped, once the watermark (the largest event time
-    /// seen minus this lateness) passes its end. Later rows for it are dropped and counted.
+    /// A window closes, and its state is dropped, once the watermark passes its end: this
+    /// lateness behind the least progress of the source partitions feeding a tumbling or
+    /// hopping window, behind the largest event time seen for the other kinds. Later rows
+    /// for it are dropped and counted.
     pub allowed_lateness_ms: i64,
     /// When a tumbling or hopping window's rows are emitted (a session's are emitted once, as
     /// it closes, either way). Left out of the JSON when `updates`.

@@ -95,7 +95,15 @@ pub enum StageInput {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StageOutput {
-    Shuffle { keys: Vec<String>, partitions: u32 },
+    Shuffle {
+        keys: Vec<String>,
+        partitions: u32,
+        /// When an event-time window reads the shuffled rows: the column of theirs whose
+        /// largest value a map task reports as its partition's progress, from which the
+        /// window takes its watermark.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        event_time: Option<String>,
+    },
     Sink(SinkSpec),
 }
 
@@ -251,7 +259,8 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
                 columns: columns.clone(),
             }),
             Operator::Exchange { keys, partitions } => {
-                let combined = match nodes.get(index + 1).map(|next| &next.operator) {
+                let consumer = nodes.get(index + 1).map(|next| &next.operator);
+                let combined = match consumer {
                     Some(Operator::WindowAggregate { window, keys: group_keys, aggregates })
                         if combine && can_combine(window, aggregates) =>
                     {
@@ -268,7 +277,15 @@ pub fn plan_stages(plan: &Plan, combine: bool) -> Result<PhysicalPlan, PlanError
                     }
                     _ => false,
                 };
-                current.output = StageOutput::Shuffle { keys: keys.clone(), partitions: *partitions };
+                let event_time = match consumer {
+                    Some(Operator::WindowAggregate { window, .. }) => Some(if combined {
+                        PARTIAL_MAX_EVENT_TIME_COLUMN.to_string()
+                    } else {
+                        window.time_column.clone()
+                    }),
+                    _ => None,
+                };
+                current.output = StageOutput::Shuffle { keys: keys.clone(), partitions: *partitions, event_time };
                 let map_partitions = current.partitions;
                 let from_stage = current.id;
                 stages.push(current);

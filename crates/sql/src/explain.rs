@@ -32,7 +32,7 @@ pub fn explain(job: &JobFile) -> Result<String, PlanError> {
             }
         };
         let output = match &stage.output {
-            StageOutput::Shuffle { keys, partitions } => {
+            StageOutput::Shuffle { keys, partitions, .. } => {
                 format!("exchange: hash({}) into {partitions} partitions", keys.join(", "))
             }
             StageOutput::Sink(spec) => format!("writes {}", sink_name(spec)),

@@ -31,8 +31,9 @@ const SNAPSHOT: u32 = 1 << 13;
 /// Set for a retained output; the bit is the whole field.
 const RETAINED: u32 = 1 << 14;
 const EVENT_WAIT: u32 = 1 << 15;
+const EVENT_TIME: u32 = 1 << 16;
 /// The most elements an outcome has: the mask and every field but the bare `retained` bit.
-const ELEMENTS_MAX: usize = 16;
+const ELEMENTS_MAX: usize = 17;
 
 /// The elements of an outcome's tuple, counted for the error when one is missing.
 struct Elements<A> {
@@ -81,6 +82,7 @@ impl Serialize for OutcomeOnWire<'_> {
             snapshot,
             retained,
             event_wait,
+            event_time_ms,
         } = stats;
         let present = [
             (SOURCE_RANGE, source_range.is_some()),
@@ -99,6 +101,7 @@ impl Serialize for OutcomeOnWire<'_> {
             (SNAPSHOT, snapshot.is_some()),
             (RETAINED, *retained),
             (EVENT_WAIT, event_wait.is_some()),
+            (EVENT_TIME, event_time_ms.is_some()),
         ];
         let mask = present.iter().filter(|(_, present)| *present).fold(0, |mask, (bit, _)| mask | bit);
         let values = (mask & !RETAINED).count_ones() as usize;
@@ -144,6 +147,9 @@ impl Serialize for OutcomeOnWire<'_> {
         if let Some(wait) = event_wait {
             tuple.serialize_element(wait)?;
         }
+        if let Some(event_time) = event_time_ms {
+            tuple.serialize_element(event_time)?;
+        }
         tuple.end()
     }
 }
@@ -172,7 +178,7 @@ impl<'de> Visitor<'de> for OutcomeVisitor {
         if mask & FAILED != 0 {
             return Ok(OutcomeFromWire(TaskOutcome::Failed { reason: elements.next()? }));
         }
-        if mask >= EVENT_WAIT << 1 {
+        if mask >= EVENT_TIME << 1 {
             return Err(de::Error::custom(format!("a task outcome's field mask {mask:#x} names unknown fields")));
         }
         let mut stats = TaskStats::default();
@@ -223,6 +229,9 @@ impl<'de> Visitor<'de> for OutcomeVisitor {
         if has(EVENT_WAIT) {
             stats.event_wait = Some(elements.next()?);
         }
+        if has(EVENT_TIME) {
+            stats.event_time_ms = Some(elements.next()?);
+        }
         Ok(OutcomeFromWire(TaskOutcome::Succeeded(stats)))
     }
 }
@@ -261,6 +270,7 @@ mod tests {
             snapshot: Some(PartitionSnapshot { stage: StageId(2), partition: 3, path: "cp/7".into(), bytes: 99 }),
             retained: true,
             event_wait: Some(EventWait { events: 5, wait_sum_ms: 40 }),
+            event_time_ms: Some(-17),
         };
         let default = TaskStats::default();
         let alone = [
@@ -280,6 +290,7 @@ mod tests {
             TaskStats { snapshot: full.snapshot.clone(), ..default.clone() },
             TaskStats { retained: true, ..default.clone() },
             TaskStats { event_wait: full.event_wait, ..default.clone() },
+            TaskStats { event_time_ms: full.event_time_ms, ..default.clone() },
         ];
         let mut all = vec![default, full];
         all.extend(alone);

@@ -129,6 +129,7 @@ impl Announcer {
         map_task: TaskId,
         downstream: &Downstream,
         blocks: &[BlockMeta],
+        event_time_ms: Option<i64>,
     ) -> Result<(), WorkerError> {
         let metas = metas_by_partition(downstream.reduce_partitions, blocks);
         for owner in &downstream.by_owner {
@@ -136,6 +137,7 @@ impl Announcer {
                 map_task,
                 reduce_stage: downstream.reduce_stage,
                 meta: metas[partition as usize],
+                event_time_ms,
             });
             let sent = if owner.address == self.address {
                 let announcement = BlocksAnnounced {
@@ -314,6 +316,7 @@ mod tests {
             map_task: TaskId { job: 1, stage: StageId(0), partition: 0, batch },
             reduce_stage: StageId(1),
             meta: BlockMeta { reduce_partition: 0, rows: 0, bytes: 0 },
+            event_time_ms: None,
         };
         let total = ANNOUNCEMENTS_PER_FRAME_MAX as u64 + 3;
         runtime.block_on(async {

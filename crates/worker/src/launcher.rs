@@ -12,8 +12,8 @@ use rustc_hash::FxHashMap as HashMap;
 use sleet_plan::{StageId, StageInput, StageOutput};
 use sleet_wire::clock::now_us;
 use sleet_wire::{
-    BlockLocation, BlocksAnnounced, EncodedReport, GroupLaunch, GroupRegistered, JobId, TaskDescriptor, TaskId,
-    TaskInput, TaskOutcome,
+    BlockLocation, BlocksAnnounced, EncodedReport, GroupLaunch, GroupRegistered, JobId, MapEventTime, MapOutput,
+    TaskDescriptor, TaskId, TaskInput, TaskOutcome,
 };
 use tokio::sync::mpsc;
 use tokio::task::coop::Unconstrained;
@@ -66,8 +66,9 @@ struct TaskPlan {
 enum PlannedInput {
     /// A source task reads its own batch, as this worker decides when the batch closes.
     Source,
-    /// bsp: a reduce task with the block locations the driver collected at its barrier.
-    Blocks(Vec<BlockLocation>),
+    /// bsp: a reduce task with the block locations and the map partitions' progress the
+    /// driver collected at its barrier.
+    Blocks(Vec<BlockLocation>, Vec<MapEventTime>),
     /// A reduce task reads what its map partitions announced.
     Announced,
 }
@@ -82,7 +83,7 @@ struct SourceSlot {
 
 pub struct SchedulerShell {
     ctx: Arc<WorkerContext>,
-    scheduler: LocalScheduler<TaskPlan, Option<BlockLocation>>,
+    scheduler: LocalScheduler<TaskPlan, MapOutput>,
     events: mpsc::Sender<SchedulerEvent>,
     outgoing: mpsc::Sender<Outgoing>,
     source_slots: HashMap<(JobId, StageId, u32), SourceSlot>,
@@ -169,7 +170,7 @@ impl SchedulerShell {
                 let (input, not_before_ms) = match descriptor.input {
                     TaskInput::Source => (PlannedInput::Source, Some(job.clock().end_ms(task.batch))),
                     // The bsp driver hands a reduce task every block location at once.
-                    TaskInput::Shuffle { blocks } => (PlannedInput::Blocks(blocks), None),
+                    TaskInput::Shuffle { blocks, event_times } => (PlannedInput::Blocks(blocks, event_times), None),
                 };
                 let ordered = job.runs_in_batch_order(task.stage);
                 let checkpoint = descriptor.checkpoint;
@@ -314,14 +315,21 @@ impl SchedulerShell {
         (registered_us - idle_since_us.max(closed_at_us)).max(0)
     }
 
-    fn launch(&mut self, ready: ReadyTask<TaskPlan, Option<BlockLocation>>) {
+    fn launch(&mut self, ready: ReadyTask<TaskPlan, MapOutput>) {
         let ReadyTask { task, ordered, payload: plan, inputs } = ready;
         let source = matches!(plan.input, PlannedInput::Source);
         let input = match plan.input {
             PlannedInput::Source => TaskInput::Source,
-            PlannedInput::Blocks(blocks) => TaskInput::Shuffle { blocks },
+            PlannedInput::Blocks(blocks, event_times) => TaskInput::Shuffle { blocks, event_times },
             PlannedInput::Announced => {
-                TaskInput::Shuffle { blocks: inputs.into_iter().filter_map(|(_, location)| location).collect() }
+                let event_times = inputs
+                    .iter()
+                    .filter_map(|(map_partition, output)| {
+                        Some(MapEventTime { map_partition: *map_partition, max_ms: output.event_time_ms? })
+                    })
+                    .collect();
+                let blocks = inputs.into_iter().filter_map(|(_, output)| output.location).collect();
+                TaskInput::Shuffle { blocks, event_times }
             }
         };
         if source {
@@ -348,7 +356,7 @@ impl SchedulerShell {
                 None => run_task(Arc::clone(&ctx), plan.job, descriptor, plan.group, turn).await,
             };
             if let (TaskOutcome::Succeeded(stats), Some(downstream)) = (&report.outcome, &plan.announce_to) {
-                if let Err(error) = ctx.announcer.announce(task, downstream, &stats.blocks).await {
+                if let Err(error) = ctx.announcer.announce(task, downstream, &stats.blocks, stats.event_time_ms).await {
                     report.outcome = TaskOutcome::Failed { reason: sleet_wire::error_chain(&error) };
                 }
                 report.finished_at_us = now_us();

@@ -17,6 +17,7 @@ use arrow_array::RecordBatch;
 use sleet_connectors::sink::Sink;
 use sleet_connectors::source::Source;
 use sleet_durable::checkpoint_store::{snapshot_name, CheckpointStore};
+use sleet_exec::partition_progress::MapProgress;
 use sleet_exec::pipeline::{StageInputData, StageRunOutput};
 use sleet_exec::window::ClosedWindow;
 use sleet_exec::RawRecords;
@@ -264,15 +265,20 @@ async fn execute(
             };
             (result, read)
         }
-        (StageInput::Shuffle { .. }, TaskInput::Shuffle { blocks }) => {
+        (StageInput::Shuffle { map_partitions, .. }, TaskInput::Shuffle { blocks, event_times }) => {
             // Boxed: a fetch's state is large and only reduce tasks need it, while every
             // task's future is allocated and copied whole when it is launched.
             let batches = Box::pin(fetch_blocks(ctx, blocks, monotasks)).await?;
             if let Some(turn) = turn {
                 turn_held = Some(turn.take(task.batch).await);
             }
-            let (result, record) =
-                ctx.cpu.run(MonotaskKind::ReduceCompute, move || compute_input(StageInputData::Blocks(batches))).await;
+            let progress = MapProgress {
+                batch_end_ms: job.clock().end_ms(task.batch),
+                map_partitions: *map_partitions,
+                event_times: event_times.iter().map(|time| (time.map_partition, time.max_ms)).collect(),
+            };
+            let input = StageInputData::Blocks { blocks: batches, progress: Some(progress) };
+            let (result, record) = ctx.cpu.run(MonotaskKind::ReduceCompute, move || compute_input(input)).await;
             monotasks.push(record);
             (result, SourceRead::default())
         }
@@ -417,6 +423,7 @@ fn task_stats(output: &StageRunOutput, sink_rows: u64) -> TaskStats {
                 bytes: block.get_array_memory_size() as u64,
             })
             .collect(),
+        event_time_ms: output.event_time_ms,
         ..TaskStats::default()
     }
 }
@@ -475,7 +482,7 @@ fn input_bytes(input: &StageInputData) -> u64 {
     match input {
         StageInputData::Raw(raw) => raw.data.len() as u64,
         StageInputData::Decoded(rows) => rows.get_array_memory_size() as u64,
-        StageInputData::Blocks(blocks) => blocks.iter().map(|block| block.get_array_memory_size() as u64).sum(),
+        StageInputData::Blocks { blocks, .. } => blocks.iter().map(|block| block.get_array_memory_size() as u64).sum(),
     }
 }
 
@@ -518,7 +525,7 @@ fn compute(
                 position: raw.position(letter.record_index),
             })
             .collect(),
-        StageInputData::Decoded(_) | StageInputData::Blocks(_) => Vec::new(),
+        StageInputData::Decoded(_) | StageInputData::Blocks { .. } => Vec::new(),
     };
     Ok(Box::new(Computed { output, writes: Writes { sink_rows, sink_bytes, dead_letters }, decoded_at_us }))
 }
@@ -613,7 +620,9 @@ mod tests {
         let inputs = [rows(keys, 10), rows(1, 2_500)];
         let mut sizes = [0; 2];
         for (batch, input) in inputs.into_iter().enumerate() {
-            let mut output = pipeline.run(&StageInputData::Blocks(vec![input]), batch as u64).expect("runs");
+            let mut output = pipeline
+                .run(&StageInputData::Blocks { blocks: vec![input], progress: None }, batch as u64)
+                .expect("runs");
             let sink_rows = output.sink_rows.take().map_or(0, |rows| rows.num_rows() as u64);
             let mut stats = task_stats(&output, sink_rows);
             let visible = vec![Some(1_050); output.closed_windows.len()];

@@ -28,3 +28,4 @@ mod sql;
 mod state_counters;
 mod state_recovery;
 mod tls;
+mod watermark;

@@ -99,7 +99,8 @@ impl Job {
         for (partition, reduce) in self.reduce.iter_mut().enumerate() {
             let blocks: Vec<RecordBatch> =
                 map.blocks.iter().filter(|(to, _)| *to as usize == partition).map(|(_, block)| block.clone()).collect();
-            let output = reduce.run(&StageInputData::Blocks(blocks), batch).expect("reduce stage runs");
+            let output =
+                reduce.run(&StageInputData::Blocks { blocks, progress: None }, batch).expect("reduce stage runs");
             let Some(sink) = output.sink_rows else { continue };
             let names: Vec<String> = sink.schema().fields().iter().map(|field| field.name().clone()).collect();
             assert_eq!(names, ["day", "rank", "gateway_id", "total"]);

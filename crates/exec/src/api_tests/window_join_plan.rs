@@ -83,7 +83,8 @@ impl Job {
         for (partition, reduce) in self.reduce.iter_mut().enumerate() {
             let blocks: Vec<RecordBatch> =
                 map.blocks.iter().filter(|(to, _)| *to as usize == partition).map(|(_, block)| block.clone()).collect();
-            let output = reduce.run(&StageInputData::Blocks(blocks), batch).expect("reduce stage runs");
+            let output =
+                reduce.run(&StageInputData::Blocks { blocks, progress: None }, batch).expect("reduce stage runs");
             late += output.late_rows_dropped;
             let Some(sink) = output.sink_rows else { continue };
             let int = |index: usize, row: usize| sink.column(index).as_primitive::<Int64Type>().value(row);

@@ -59,7 +59,8 @@ impl Job {
     fn run(&mut self, rows: &[(&str, i64, i64)], batch: u64) -> Vec<Row> {
         let map = self.map.run(&StageInputData::Raw(records(rows)), batch).expect("map stage runs");
         let blocks = map.blocks.into_iter().map(|(_, block)| block).collect();
-        let output = self.reduce.run(&StageInputData::Blocks(blocks), batch).expect("reduce stage runs");
+        let output =
+            self.reduce.run(&StageInputData::Blocks { blocks, progress: None }, batch).expect("reduce stage runs");
         let Some(sink) = output.sink_rows else { return Vec::new() };
         let names: Vec<&str> = sink.schema_ref().fields().iter().map(|field| field.name().as_str()).collect();
         assert_eq!(names, ["window_start", "window_end", "k", "n", "mean"]);

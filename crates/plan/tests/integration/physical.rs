@@ -47,7 +47,12 @@ fn splits_at_the_exchange_with_a_partial_aggregate_when_combining() {
     let (map, reduce) = (&physical.stages[0], &physical.stages[1]);
     assert_eq!(kinds(map), ["decode_json", "filter", "project", "lookup", "partial_window_aggregate"]);
     assert_eq!(map.partitions, 3, "one map task per source partition");
-    assert_eq!(map.output, StageOutput::Shuffle { keys: vec!["campaign_id".into()], partitions: 4 });
+    let event_time = Some(sleet_plan::physical::PARTIAL_MAX_EVENT_TIME_COLUMN.to_string());
+    assert_eq!(
+        map.output,
+        StageOutput::Shuffle { keys: vec!["campaign_id".into()], partitions: 4, event_time },
+        "the window's partials carry the progress its watermark is taken from"
+    );
     assert_eq!(reduce.partitions, 4);
     assert_eq!(reduce.input, StageInput::Shuffle { from_stage: StageId(0), map_partitions: 3 });
     assert_eq!(kinds(reduce), ["window_aggregate"]);
@@ -83,7 +88,11 @@ fn a_second_exchange_starts_a_third_stage_reading_the_second() {
     assert_eq!(physical.stages.len(), 3);
     let (counts, ranking) = (&physical.stages[1], &physical.stages[2]);
     assert_eq!(kinds(counts), ["window_aggregate"]);
-    assert_eq!(counts.output, StageOutput::Shuffle { keys: vec!["window_start".into()], partitions: 1 });
+    assert_eq!(
+        counts.output,
+        StageOutput::Shuffle { keys: vec!["window_start".into()], partitions: 1, event_time: None },
+        "a ranking keeps no watermark of its own"
+    );
     assert_eq!(ranking.input, StageInput::Shuffle { from_stage: StageId(1), map_partitions: 4 });
     assert_eq!(kinds(ranking), ["top_k"]);
     assert!(counts.is_stateful() && ranking.is_stateful());

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use sleet_plan::{StageId, StagePlan};
 
-use super::{BlockLocation, JobId, TaskId, TaskReport, WorkerId};
+use super::{BlockLocation, JobId, MapEventTime, TaskId, TaskReport, WorkerId};
 use crate::clock::BatchClock;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -15,8 +15,9 @@ pub enum TaskInput {
     /// generator's time range, later a Kafka offset range) and reports it in the batch log.
     /// The driver never chooses, under either scheduler, so it never touches source I/O.
     Source,
-    /// A reduce task: every non-empty block it reads, with where each lives.
-    Shuffle { blocks: Vec<BlockLocation> },
+    /// A reduce task: every non-empty block it reads, with where each lives, and how far in
+    /// event time each map partition that wrote rows got (its `TaskStats::event_time_ms`).
+    Shuffle { blocks: Vec<BlockLocation>, event_times: Vec<MapEventTime> },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

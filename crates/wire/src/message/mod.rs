@@ -62,6 +62,21 @@ impl BlockId {
     }
 }
 
+/// The largest event time among the rows map partition `map_partition` wrote for a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MapEventTime {
+    pub map_partition: u32,
+    pub max_ms: i64,
+}
+
+/// What a reduce task learns of one map partition's output for its batch: where its block
+/// lives (none when it is empty) and the map task's event-time progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapOutput {
+    pub location: Option<BlockLocation>,
+    pub event_time_ms: Option<i64>,
+}
+
 /// Where a block lives: what a holder's announcement says (`shuffle`), and under bsp what a
 /// reduce task's launch carries (`control`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -83,6 +83,12 @@ pub struct TaskStats {
     /// batch to close (the first part of their end-to-end latency).
     #[serde(default)]
     pub event_wait: Option<sleet_monotask::EventWait>,
+    /// For a map task whose output feeds an event-time window: the largest event time among
+    /// the rows it wrote (`None`: it wrote none). The reduce side takes its watermark from
+    /// the least of these over the map partitions, so one partition running ahead cannot
+    /// make another's rows late.
+    #[serde(default)]
+    pub event_time_ms: Option<i64>,
 }
 
 /// What the operators that keep state across batches did and hold: rows they used out of

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sleet_plan::StageId;
 
-use super::{BlockId, BlockLocation, BlockMeta, TaskId, WorkerId};
+use super::{BlockId, BlockLocation, BlockMeta, MapOutput, TaskId, WorkerId};
 
 /// What one worker sends another over a peer connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,6 +38,10 @@ pub struct AnnouncedBlock {
     pub map_task: TaskId,
     pub reduce_stage: StageId,
     pub meta: BlockMeta,
+    /// The map task's event-time progress (`TaskStats::event_time_ms`), in every entry, the
+    /// empty ones included: a reducer learns how far a partition got even when it sent it
+    /// no rows.
+    pub event_time_ms: Option<i64>,
 }
 
 impl AnnouncedBlock {
@@ -53,9 +57,9 @@ impl AnnouncedBlock {
 }
 
 impl BlocksAnnounced {
-    /// For every entry: the reduce task it feeds, the map partition it comes from and, for
-    /// a non-empty block, where to pull it.
-    pub fn inputs(&self) -> impl Iterator<Item = (TaskId, u32, Option<BlockLocation>)> + '_ {
+    /// For every entry: the reduce task it feeds, the map partition it comes from and what
+    /// it learns of it (for a non-empty block, where to pull it).
+    pub fn inputs(&self) -> impl Iterator<Item = (TaskId, u32, MapOutput)> + '_ {
         self.entries.iter().map(move |entry| {
             let location = (entry.meta.rows > 0).then(|| BlockLocation {
                 block: BlockId::of(entry.map_task, entry.meta.reduce_partition),
@@ -64,7 +68,8 @@ impl BlocksAnnounced {
                 rows: entry.meta.rows,
                 bytes: entry.meta.bytes,
             });
-            (entry.reduce_task(), entry.map_task.partition, location)
+            let output = MapOutput { location, event_time_ms: entry.event_time_ms };
+            (entry.reduce_task(), entry.map_task.partition, output)
         })
     }
 }
