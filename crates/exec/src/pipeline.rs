@@ -255,8 +255,10 @@ impl StagePipeline {
             if batches.is_empty() && !(input_ends && holds_final_rows) {
                 // No input at all (e.g. a reduce partition no key hashed to): nothing can
                 // change, but how far the partitions got still counts.
-                if let (OperatorExec::Window(window), Some(progress)) = (operator, &progress) {
-                    window.observe_progress(progress);
+                match (operator, &progress) {
+                    (OperatorExec::Window(window), Some(progress)) => window.observe_progress(progress),
+                    (OperatorExec::SessionWindow(session), Some(progress)) => session.observe_progress(progress),
+                    _ => {}
                 }
                 break;
             }
@@ -267,7 +269,9 @@ impl StagePipeline {
                         OperatorExec::Window(window) => {
                             window.process_with_progress(&batches, batch, progress.as_ref())?
                         }
-                        OperatorExec::SessionWindow(session) => session.process(&batches, batch)?,
+                        OperatorExec::SessionWindow(session) => {
+                            session.process_with_progress(&batches, batch, progress.as_ref())?
+                        }
                         _ => unreachable!("matched above"),
                     };
                     if let (true, OperatorExec::Window(window)) = (input_ends, &mut *operator) {

@@ -1,8 +1,9 @@
 //! Session windows: per key, rows less than `gap_ms` apart in event time make one session,
 //! `[first row's time, last row's time + gap_ms)`, and a row that bridges two sessions merges
-//! them. A session is emitted once, when it closes (the watermark, the largest event time
-//! seen minus the allowed lateness, reaches its end): an earlier emission could be superseded
-//! by a merge.
+//! them. A session is emitted once, when it closes (the watermark reaches its end: the allowed
+//! lateness behind the least progress of the source partitions feeding it, as for tumbling
+//! windows, `partition_progress`, or with no such reports behind the largest event time
+//! seen): an earlier emission could be superseded by a merge.
 //!
 //! A row behind the watermark is late unless it falls inside a session of its key still open.
 //! Anything else it could do would touch a session that may have closed and been emitted: its
@@ -32,6 +33,7 @@ use crate::aggregate::{
 use crate::cell::{column, event_times, sorted_keys, write_key, Reader};
 use crate::error::ExecError;
 use crate::key::KeyColumns;
+use crate::partition_progress::{MapProgress, PartitionProgress};
 use crate::state::{StateSize, ENTRY_OVERHEAD_BYTES};
 use crate::state_clock::{SnapshotFormat, StateClock};
 use crate::window::{ClosedWindow, WindowOutput};
@@ -105,15 +107,20 @@ pub struct SessionWindowAggregateExec {
     /// to close. Entries go stale as sessions grow (their end only moves later); a stale one
     /// is dropped when reached, so the index never misses a key's earliest end.
     closing: BTreeSet<(i64, Box<[u8]>)>,
-    /// `ttl_ms` is the allowed lateness: `late_before` is the watermark.
+    /// `ttl_ms` is the allowed lateness: `late_before` is the watermark when no map side
+    /// reports its partitions' progress.
     clock: StateClock,
+    progress: PartitionProgress,
     schema: Option<SchemaRef>,
     generation: u64,
     key_bytes: u64,
     open_sessions: u64,
 }
 
-const SNAPSHOT: SnapshotFormat = SnapshotFormat { magic: b"SLSN", version: 1, what: "session window" };
+/// 2: the map partitions' progress follows the clock.
+const SNAPSHOT: SnapshotFormat = SnapshotFormat { magic: b"SLSN", version: 2, what: "session window" };
+/// Still read: a checkpoint taken before the partitions' progress was kept.
+const SNAPSHOT_WITHOUT_PROGRESS: SnapshotFormat = SnapshotFormat { version: 1, ..SNAPSHOT };
 
 impl SessionWindowAggregateExec {
     pub fn new(window: WindowSpec, keys: Vec<String>, aggregates: Vec<Aggregate>) -> Self {
@@ -134,6 +141,7 @@ impl SessionWindowAggregateExec {
             keys: FxHashMap::default(),
             closing: BTreeSet::new(),
             clock,
+            progress: PartitionProgress::default(),
             schema: None,
             generation: 0,
             key_bytes: 0,
@@ -142,7 +150,16 @@ impl SessionWindowAggregateExec {
     }
 
     pub fn watermark_ms(&self) -> Option<i64> {
-        self.clock.late_before()
+        if self.progress.is_tracking() {
+            self.progress.reached().map(|time| time - self.layout.window.allowed_lateness_ms)
+        } else {
+            self.clock.late_before()
+        }
+    }
+
+    /// Takes in a batch's progress of the map partitions without rows to fold.
+    pub fn observe_progress(&mut self, progress: &MapProgress) {
+        self.progress.observe(progress);
     }
 
     pub fn open_sessions(&self) -> u64 {
@@ -163,6 +180,17 @@ impl SessionWindowAggregateExec {
 
     /// Folds `inputs`, the rows of batch `update_batch`, and emits the sessions that closed.
     pub fn process(&mut self, inputs: &[RecordBatch], update_batch: u64) -> Result<WindowOutput, ExecError> {
+        self.process_with_progress(inputs, update_batch, None)
+    }
+
+    /// `process`, with the batch's progress of the map partitions that sent `inputs`, from
+    /// which the watermark is taken.
+    pub fn process_with_progress(
+        &mut self,
+        inputs: &[RecordBatch],
+        update_batch: u64,
+        progress: Option<&MapProgress>,
+    ) -> Result<WindowOutput, ExecError> {
         if self.schema.is_none() {
             if let Some(first) = inputs.first() {
                 self.schema = Some(self.layout.output_schema(&first.schema(), false));
@@ -181,6 +209,9 @@ impl SessionWindowAggregateExec {
         }
         if let Some(seen) = max_event_time {
             self.clock.observe(seen);
+        }
+        if let Some(progress) = progress {
+            self.progress.observe(progress);
         }
         for key in touched {
             let earliest_end = self.keys[&key].sessions[0].end;
@@ -280,6 +311,7 @@ impl SessionWindowAggregateExec {
     /// written: `restore` rebuilds it from the sessions.
     pub fn snapshot(&self) -> Vec<u8> {
         let mut out = self.clock.begin_snapshot(&SNAPSHOT);
+        self.progress.write(&mut out);
         out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
         for key in sorted_keys(&self.keys) {
             let sessions = &self.keys[key].sessions;
@@ -297,7 +329,12 @@ impl SessionWindowAggregateExec {
 
     pub fn restore(&mut self, bytes: &[u8]) -> Result<(), ExecError> {
         let mut reader = Reader { bytes };
-        let clock = StateClock::read_snapshot_start(self.layout.window.allowed_lateness_ms, &SNAPSHOT, &mut reader)?;
+        // The version byte follows the four of the magic, which the clock checks.
+        let without_progress = bytes.get(SNAPSHOT.magic.len()) == Some(&SNAPSHOT_WITHOUT_PROGRESS.version);
+        let format = if without_progress { &SNAPSHOT_WITHOUT_PROGRESS } else { &SNAPSHOT };
+        let clock = StateClock::read_snapshot_start(self.layout.window.allowed_lateness_ms, format, &mut reader)?;
+        let progress =
+            if without_progress { PartitionProgress::default() } else { PartitionProgress::read(&mut reader)? };
         let key_count = reader.u32()? as usize;
         // The counts come from the bytes; cap the preallocation by what the bytes can hold.
         let mut keys = FxHashMap::with_capacity_and_hasher(key_count.min(reader.bytes.len()), Default::default());
@@ -329,7 +366,7 @@ impl SessionWindowAggregateExec {
             keys.insert(key, KeySessions { sessions, touched_in: 0 });
         }
         reader.finish()?;
-        (self.clock, self.keys, self.closing) = (clock, keys, closing);
+        (self.clock, self.progress, self.keys, self.closing) = (clock, progress, keys, closing);
         (self.key_bytes, self.open_sessions) = (key_bytes, open_sessions);
         Ok(())
     }
@@ -368,7 +405,8 @@ mod tests {
     use crate::aggregate::fold;
     use crate::cell::Cell;
     use crate::window_testing::{
-        aggregates, aggregates_of, all_aggregates, arbitrary_batches, output_aggregates, to_batch, Aggregates, TestRow,
+        aggregates, aggregates_of, all_aggregates, arbitrary_batches, drifting_partitions, output_aggregates,
+        partitions_progress, to_batch, Aggregates, PartitionedBatches, TestRow,
     };
 
     const GAP: i64 = 30;
@@ -502,6 +540,44 @@ mod tests {
         (emitted, late)
     }
 
+    /// The engine fed each partition's progress, as a reduce task is, through a snapshot and a
+    /// fresh operator at `restore_at`, closed at the end by a far-future row on every partition.
+    fn run_partitioned(batches: &PartitionedBatches, lateness: i64, restore_at: usize) -> (Emitted, u64) {
+        let mut exec = new_exec(lateness);
+        let mut emitted = Emitted::new();
+        let mut late = 0;
+        let closer: Vec<Vec<TestRow>> = (0..3).map(|_| vec![row(CLOSER, 1_000_000, 0)]).collect();
+        for (index, partitions) in batches.iter().chain([&closer]).enumerate() {
+            if index == restore_at {
+                let bytes = exec.snapshot();
+                exec = new_exec(lateness);
+                exec.restore(&bytes).expect("restores");
+            }
+            let blocks: Vec<RecordBatch> = partitions.iter().map(|rows| to_batch(rows)).collect();
+            let progress = partitions_progress(partitions, index as i64 * 10);
+            let output = exec.process_with_progress(&blocks, index as u64, Some(&progress)).expect("process");
+            late += output.late_rows_dropped;
+            absorb(&mut emitted, &output.updates);
+        }
+        (sorted(emitted), late)
+    }
+
+    proptest! {
+        /// However far one partition runs ahead of another, a row within the lateness of its
+        /// own partition's largest time is never late: the sessions are those of every row.
+        #[test]
+        fn a_partition_running_ahead_makes_no_row_of_another_late(
+            (lateness, batches) in (0i64..120).prop_flat_map(|lateness| (Just(lateness), drifting_partitions(lateness))),
+            restore_at in 0usize..20,
+        ) {
+            let every_row: Vec<TestRow> = batches.iter().flatten().flatten().cloned().collect();
+            let (expected, _) = reference(&[every_row], lateness);
+            let (found, late) = run_partitioned(&batches, lateness, restore_at);
+            prop_assert_eq!(late, 0);
+            prop_assert_eq!(found, expected);
+        }
+    }
+
     proptest! {
         #[test]
         fn agrees_with_the_naive_reference(batches in arbitrary_batches(200, 50), lateness in 0i64..120, split in 1usize..10) {
@@ -571,6 +647,22 @@ mod tests {
         let late = exec.process(&[to_batch(&[row("a", 60, 1), row("a", 210, 1)])], 4).expect("late");
         assert_eq!(late.late_rows_dropped, 1, "a's session closed: a row at 60 is late, one at 210 is not");
         assert_eq!(exec.open_sessions(), 2);
+    }
+
+    #[test]
+    fn a_snapshot_from_before_the_partitions_progress_still_restores() {
+        let mut exec = new_exec(0);
+        exec.process(&[to_batch(&[row("a", 10, 1), row("b", 100, 2)])], 5).expect("process");
+        let mut old = exec.snapshot();
+        // Version 1 had no progress: its 6 bytes (two absent times, no partitions) follow the
+        // magic, the version and the clock's two optional times (a flag, and 8 bytes if set).
+        let swept_at = 14;
+        let progress_at = swept_at + if old[swept_at] == 1 { 9 } else { 1 };
+        assert_eq!(old.drain(progress_at..progress_at + 6).collect::<Vec<u8>>(), [0; 6]);
+        old[4] = SNAPSHOT_WITHOUT_PROGRESS.version;
+        let mut restored = new_exec(0);
+        restored.restore(&old).expect("version 1 restores");
+        assert_eq!(restored.snapshot(), exec.snapshot());
     }
 
     #[test]

@@ -627,8 +627,8 @@ mod tests {
 
     use super::*;
     use crate::window_testing::{
-        aggregates, aggregates_of, all_aggregates, arbitrary_batches, output_aggregates, rows, to_batch, Aggregates,
-        TestRow,
+        aggregates, aggregates_of, all_aggregates, arbitrary_batches, drifting_partitions, output_aggregates,
+        partitions_progress, rows, to_batch, Aggregates, PartitionedBatches, TestRow,
     };
 
     const SIZE: i64 = 100;
@@ -853,35 +853,6 @@ mod tests {
         }
     }
 
-    /// Batch by batch, each source partition's rows: `[batch][partition]`.
-    type PartitionedBatches = Vec<Vec<Vec<TestRow>>>;
-
-    /// Three partitions, each moving its own event time forward by a random step every
-    /// batch (so one may run far ahead of another), its rows out of order by at most
-    /// `lateness` behind the largest time it has sent.
-    fn drifting_partitions(lateness: i64) -> impl Strategy<Value = PartitionedBatches> {
-        let partition_batch =
-            (0i64..400, prop::collection::vec(("[a-c]", 0i64..=1_000, prop::option::of(-20i64..20)), 0..6));
-        prop::collection::vec(prop::collection::vec(partition_batch, 3), 1..20).prop_map(move |batches| {
-            let mut clocks = [0i64; 3];
-            batches
-                .into_iter()
-                .map(|partitions| {
-                    partitions
-                        .into_iter()
-                        .enumerate()
-                        .map(|(partition, (step, rows))| {
-                            clocks[partition] += step;
-                            rows.into_iter()
-                                .map(|(key, jitter, value)| (key, clocks[partition] - jitter % (lateness + 1), value))
-                                .collect()
-                        })
-                        .collect()
-                })
-                .collect()
-        })
-    }
-
     /// Runs partitioned batches through a window fed with each partition's progress, as a
     /// reduce task is; with `restore_at`, through a snapshot and a fresh operator there.
     fn run_partitioned(
@@ -915,12 +886,7 @@ mod tests {
                     },
                 )
                 .collect();
-            let event_times = partitions
-                .iter()
-                .enumerate()
-                .filter_map(|(partition, rows)| Some((partition as u32, rows.iter().map(|row| row.1).max()?)))
-                .collect();
-            let progress = MapProgress { batch_end_ms: index as i64 * 10, map_partitions: 3, event_times };
+            let progress = partitions_progress(partitions, index as i64 * 10);
             let output = exec.process_with_progress(&blocks, index as u64, Some(&progress)).expect("process");
             late += output.late_rows_dropped;
             absorb(&mut table, &output.updates, window);
@@ -1033,6 +999,21 @@ mod tests {
         updates.close_all_into(&mut output).expect("close");
         assert_eq!(output.updates.num_rows(), emitted, "updates were emitted as they came");
         assert_eq!(updates.open_windows(), 2);
+    }
+
+    #[test]
+    fn a_snapshot_from_before_the_partitions_progress_still_restores() {
+        let new = || WindowAggregateExec::new(spec(0), vec!["k".into()], all_aggregates(), AggregateInput::Rows);
+        let mut exec = new();
+        exec.process(&[rows(&[("a", 10, Some(1)), ("b", 120, None)])], 5).expect("process");
+        let mut old = exec.snapshot();
+        // Version 2 had no progress: its 6 bytes (two absent times, no partitions) follow
+        // the magic, the version and the largest event time (a flag and 8 bytes).
+        assert_eq!(old.drain(14..20).collect::<Vec<u8>>(), [0; 6]);
+        old[4] = SNAPSHOT_VERSION_WITHOUT_PROGRESS;
+        let mut restored = new();
+        restored.restore(&old).expect("version 2 restores");
+        assert_eq!(restored.sorted_snapshot(), exec.sorted_snapshot());
     }
 
     #[test]

@@ -11,6 +11,8 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use proptest::prelude::*;
 use sleet_plan::Aggregate;
 
+use crate::partition_progress::MapProgress;
+
 /// (key, event time, value).
 pub(crate) type TestRow = (String, i64, Option<i64>);
 
@@ -85,4 +87,44 @@ pub(crate) fn arbitrary_batches(span: i64, step: i64) -> impl Strategy<Value = V
             .map(|(index, batch)| batch.into_iter().map(|(k, t, v)| (k, t + index as i64 * step, v)).collect())
             .collect()
     })
+}
+
+/// Batch by batch, each source partition's rows: `[batch][partition]`.
+pub(crate) type PartitionedBatches = Vec<Vec<Vec<TestRow>>>;
+
+/// Three partitions, each moving its own event time forward by a random step every
+/// batch (so one may run far ahead of another), its rows out of order by at most
+/// `lateness` behind the largest time it has sent.
+pub(crate) fn drifting_partitions(lateness: i64) -> impl Strategy<Value = PartitionedBatches> {
+    let partition_batch =
+        (0i64..400, prop::collection::vec(("[a-c]", 0i64..=1_000, prop::option::of(-20i64..20)), 0..6));
+    prop::collection::vec(prop::collection::vec(partition_batch, 3), 1..20).prop_map(move |batches| {
+        let mut clocks = [0i64; 3];
+        batches
+            .into_iter()
+            .map(|partitions| {
+                partitions
+                    .into_iter()
+                    .enumerate()
+                    .map(|(partition, (step, rows))| {
+                        clocks[partition] += step;
+                        rows.into_iter()
+                            .map(|(key, jitter, value)| (key, clocks[partition] - jitter % (lateness + 1), value))
+                            .collect()
+                    })
+                    .collect()
+            })
+            .collect()
+    })
+}
+
+/// Each partition's largest event time in one batch of `drifting_partitions`, as its map task
+/// reports it.
+pub(crate) fn partitions_progress(partitions: &[Vec<TestRow>], batch_end_ms: i64) -> MapProgress {
+    let event_times = partitions
+        .iter()
+        .enumerate()
+        .filter_map(|(partition, rows)| Some((partition as u32, rows.iter().map(|row| row.1).max()?)))
+        .collect();
+    MapProgress { batch_end_ms, map_partitions: partitions.len() as u32, event_times }
 }

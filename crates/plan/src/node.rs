@@ -136,9 +136,9 @@ pub struct WindowSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_ms: Option<i64>,
     /// A window closes, and its state is dropped, once the watermark passes its end: this
-    /// lateness behind the least progress of the source partitions feeding a tumbling or
-    /// hopping window, behind the largest event time seen for the other kinds. Later rows
-    /// for it are dropped and counted.
+    /// lateness behind the least progress of the source partitions feeding the window (its
+    /// own largest event time seen when no shuffle reports that progress). Later rows for it
+    /// are dropped and counted.
     pub allowed_lateness_ms: i64,
     /// When a tumbling or hopping window's rows are emitted (a session's are emitted once, as
     /// it closes, either way). Left out of the JSON when `updates`.
