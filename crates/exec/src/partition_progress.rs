@@ -82,14 +82,13 @@ impl PartitionProgress {
         self.reached
     }
 
-    pub(crate) fn reached(&self) -> Option<i64> {
-        self.reached
-    }
-
-    /// Whether any batch's progress was observed: a window fed by no shuffle (or by one
-    /// whose map side reports none) keeps its own largest event time instead.
-    pub(crate) fn is_tracking(&self) -> bool {
-        self.started_at_ms.is_some()
+    /// The watermark of a window with this progress and `lateness_ms`: behind the event time
+    /// all partitions have reached once any batch brought their progress; before that (a
+    /// window fed by no shuffle, or by one whose map side reports none) behind
+    /// `own_largest_ms`, the largest event time the window has folded.
+    pub(crate) fn watermark_ms(&self, own_largest_ms: Option<i64>, lateness_ms: i64) -> Option<i64> {
+        let base = if self.started_at_ms.is_some() { self.reached } else { own_largest_ms };
+        base.map(|time| time.saturating_sub(lateness_ms))
     }
 
     /// At most the bytes `write` takes.

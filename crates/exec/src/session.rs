@@ -107,8 +107,8 @@ pub struct SessionWindowAggregateExec {
     /// to close. Entries go stale as sessions grow (their end only moves later); a stale one
     /// is dropped when reached, so the index never misses a key's earliest end.
     closing: BTreeSet<(i64, Box<[u8]>)>,
-    /// `ttl_ms` is the allowed lateness: `late_before` is the watermark when no map side
-    /// reports its partitions' progress.
+    /// `ttl_ms` is the allowed lateness; its largest event time is the watermark's base when
+    /// no map side reports its partitions' progress.
     clock: StateClock,
     progress: PartitionProgress,
     schema: Option<SchemaRef>,
@@ -150,11 +150,7 @@ impl SessionWindowAggregateExec {
     }
 
     pub fn watermark_ms(&self) -> Option<i64> {
-        if self.progress.is_tracking() {
-            self.progress.reached().map(|time| time - self.layout.window.allowed_lateness_ms)
-        } else {
-            self.clock.late_before()
-        }
+        self.progress.watermark_ms(self.clock.largest_event_time(), self.layout.window.allowed_lateness_ms)
     }
 
     /// Takes in a batch's progress of the map partitions without rows to fold.

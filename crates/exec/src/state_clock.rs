@@ -34,6 +34,10 @@ impl StateClock {
         self.max_event_time = Some(self.max_event_time.map_or(time, |max| max.max(time)));
     }
 
+    pub(crate) fn largest_event_time(&self) -> Option<i64> {
+        self.max_event_time
+    }
+
     /// Rows before this are late: the keys they would update may be forgotten already.
     pub(crate) fn late_before(&self) -> Option<i64> {
         self.max_event_time.map(|max| max.saturating_sub(self.ttl_ms))

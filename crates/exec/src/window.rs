@@ -336,8 +336,7 @@ impl WindowAggregateExec {
     /// the window (`partition_progress`), or with no such reports the largest event time
     /// folded, less the allowed lateness.
     pub fn watermark_ms(&self) -> Option<i64> {
-        let base = if self.progress.is_tracking() { self.progress.reached() } else { self.max_event_time };
-        base.map(|time| time - self.layout.window.allowed_lateness_ms)
+        self.progress.watermark_ms(self.max_event_time, self.layout.window.allowed_lateness_ms)
     }
 
     /// Takes in a batch's progress of the map partitions without rows to fold (none of
