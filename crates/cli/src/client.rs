@@ -41,7 +41,9 @@ pub fn status_tail(progress: &JobProgress) -> String {
         0 => String::new(),
         rows => format!(" | late rows dropped {rows}"),
     };
-    group + &bottleneck + &late + &crate::state_report::state_status(progress.state.as_ref())
+    // Backpressure holding the sources back: the job cannot keep up with its input.
+    let bound = progress.read_bound.map_or(String::new(), |records| format!(" | reading ≤ {records}/partition"));
+    group + &bound + &bottleneck + &late + &crate::state_report::state_status(progress.state.as_ref())
 }
 
 /// A running job's status line, printed on each progress report: the last second's rate, the
@@ -248,5 +250,11 @@ mod tests {
         progress.late_rows_dropped = 2_600;
         assert_eq!(status_tail(&progress), " | group 4 | late rows dropped 2600");
         assert!(status_line(Duration::from_secs(3), &progress).contains("late rows dropped 2600"));
+    }
+
+    #[test]
+    fn a_read_bound_shows_while_backpressure_holds_the_sources_back() {
+        let progress = JobProgress { group_size: Some(4), read_bound: Some(16_000), ..JobProgress::default() };
+        assert_eq!(status_tail(&progress), " | group 4 | reading ≤ 16000/partition");
     }
 }

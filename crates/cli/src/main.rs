@@ -431,7 +431,7 @@ fn print_progress(progress: &sleet_wire::JobProgress, notices: &mut StateFullNot
         progress.events_per_s,
         progress.dead_letters,
         progress.lag_ms,
-        state_report::state_status(progress.state.as_ref())
+        sleet_cli::client::status_tail(progress)
     ));
     for notice in notices.new_notices(progress) {
         sleet_cli::entry::say(&notice.to_string());
@@ -452,6 +452,13 @@ fn summary_figures(summary: &sleet_wire::JobSummary) -> serde_json::Value {
         "recoveries": summary.recoveries,
         "rebalances": summary.rebalances,
         "restarts": summary.restarts,
+        // Backpressure: of the batch records the summary keeps (the newest), those whose
+        // sources were held to a read bound, and the smallest bound.
+        "read_bound": {
+            "batches_kept": summary.batches.len(),
+            "batches_bounded": summary.batches.iter().filter(|batch| batch.read_bound.is_some()).count(),
+            "bound_min": summary.batches.iter().filter_map(|batch| batch.read_bound).min(),
+        },
     })
 }
 

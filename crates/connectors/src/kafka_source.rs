@@ -167,7 +167,17 @@ impl Source for KafkaSource {
         Resource::Net
     }
 
-    fn read(&self, _start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError> {
+    fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError> {
+        self.read_bounded(start_ms, end_ms, None, out)
+    }
+
+    fn read_bounded(
+        &self,
+        _start_ms: i64,
+        end_ms: i64,
+        bound: Option<u32>,
+        out: &mut RawRecords,
+    ) -> Result<SourceRange, ConnectorError> {
         self.ensure_started()?;
         let replay_end = self.replay_end(end_ms);
         let mut buffer = match replay_end {
@@ -184,10 +194,11 @@ impl Source for KafkaSource {
                 replay_end.unwrap_or_default()
             )));
         }
-        // A replayed batch takes exactly its first run's records, which respected the limit.
+        // A replayed batch takes exactly its first run's records, which respected the limit
+        // and the bound of the day; the rest of the buffer waits for the next batch.
         let limit = match replay_end {
             Some(_) => usize::MAX,
-            None => self.spec.max_records_per_partition_per_batch as usize,
+            None => self.spec.max_records_per_partition_per_batch.min(bound.unwrap_or(u32::MAX)) as usize,
         };
         let mut taken = 0;
         let mut timestamp_sum_ms: i64 = 0;
@@ -406,5 +417,19 @@ mod tests {
         let range = source.read(1_000, 2_000, &mut second).expect("second batch");
         assert_eq!(range, SourceRange::Offsets { start: 14, end: 16 });
         assert_eq!(taken(&second), vec![record(14, -1), record(15, 7)]);
+    }
+
+    #[test]
+    fn a_read_bound_below_the_limit_leaves_the_rest_buffered_for_the_next_batch() {
+        let source = buffered(100, &[&[(10, 1), (11, 2), (12, 3)], &[(13, 4), (14, 5)]]);
+        let mut first = RawRecords::new();
+        let range = source.read_bounded(0, 1_000, Some(2), &mut first).expect("first batch");
+        assert_eq!(range, SourceRange::Offsets { start: 10, end: 12 });
+        assert_eq!(taken(&first), vec![record(10, 1), record(11, 2)]);
+        // A bound above the source's own limit is the limit; none is the limit too.
+        let mut second = RawRecords::new();
+        let range = source.read_bounded(1_000, 2_000, Some(1_000), &mut second).expect("second batch");
+        assert_eq!(range, SourceRange::Offsets { start: 12, end: 15 });
+        assert_eq!(taken(&second), vec![record(12, 3), record(13, 4), record(14, 5)]);
     }
 }

@@ -30,6 +30,21 @@ pub trait Source: Send + Sync {
     /// close, to `out.event_wait` (one addition per record: this is the hot path).
     fn read(&self, start_ms: i64, end_ms: i64, out: &mut RawRecords) -> Result<SourceRange, ConnectorError>;
 
+    /// `read`, taking at most `bound` records when the driver holds reading back
+    /// (backpressure); only Kafka does, since its re-run batches read the ranges the batch log
+    /// recorded. A generator makes each batch from its time range alone and a file re-reads a
+    /// batch by its count of lines, so they ignore the bound and keep their batches' size: the
+    /// job's schedule slips instead.
+    fn read_bounded(
+        &self,
+        start_ms: i64,
+        end_ms: i64,
+        _bound: Option<u32>,
+        out: &mut RawRecords,
+    ) -> Result<SourceRange, ConnectorError> {
+        self.read(start_ms, end_ms, out)
+    }
+
     /// The batch's records as rows the plan's decode operator would have made of them, for
     /// a source that holds its input decoded; `None` (the usual case): `read` hands raw
     /// records. Takes `read`'s place for that batch: same contract, same range.

@@ -180,6 +180,14 @@ impl Collector for Scrape {
                 &one(size as f64),
             )?;
         }
+        if let Some(bound) = progress.read_bound {
+            gauge(
+                &mut encoder,
+                "sleet_job_read_bound_records",
+                "Backpressure: records each source partition may read per batch while the job is held back.",
+                &one(bound as f64),
+            )?;
+        }
         if let Some(overhead) = progress.overhead {
             gauge(
                 &mut encoder,

@@ -155,7 +155,7 @@ pub async fn run(
         let completed = completed.expect("the last stage's last report completes the batch");
         let now = now_ms();
         session.batch_completed(completed, attempt.job, Some(coordination_us), now)?;
-        link.tell_checkpoint(session, attempt).await;
+        link.tell_workers(session, attempt).await;
         if handoff {
             // The placement changes at this checkpoint; the coordinator goes on from it.
             session.handoff_after = Some(batch);

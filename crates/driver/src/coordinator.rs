@@ -31,6 +31,7 @@ use crate::liveness::{watch_heartbeats, HeartbeatSettings, Liveness};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
+use crate::read_bound::ReadBound;
 use crate::recovery::{resume_source, skip_reused, with_replay, PlannedReuse};
 use crate::recovery_state::RecoveryState;
 use crate::server::accept_loop;
@@ -510,6 +511,7 @@ impl Coordinator {
             untold_checkpoint: None,
             state: self.state.clone(),
             figures_saved_at_ms: i64::MIN,
+            read_bound: ReadBound::for_job(&job.settings, stages),
         };
         let attempt =
             Attempt { job: job.job, number: 0, placement: Placement::for_stages(workers, stages), first_batch: 0 };

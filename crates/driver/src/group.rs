@@ -123,7 +123,7 @@ pub async fn run(
                 for completed in batches {
                     scheduler.batch_completed(completed, now)?;
                 }
-                link.tell_checkpoint(scheduler.session, scheduler.attempt).await;
+                link.tell_workers(scheduler.session, scheduler.attempt).await;
                 scheduler.close_finished_groups(now);
                 scheduler.send_groups(link).await?;
             }

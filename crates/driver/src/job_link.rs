@@ -25,6 +25,7 @@ use crate::live::{JobUpdate, LiveView};
 use crate::membership::{EncodedMessage, Membership};
 use crate::placement::Placement;
 use crate::progress::JobStats;
+use crate::read_bound::{BatchLoad, ReadBound};
 use crate::recovery_state::RecoveryState;
 use crate::watchers::Watchers;
 
@@ -112,6 +113,8 @@ pub struct JobSession {
     /// Where the figures are saved for a restarted driver, and when they last were.
     pub state: StateDir,
     pub figures_saved_at_ms: i64,
+    /// Backpressure's controller, when the job has it on.
+    pub read_bound: Option<ReadBound>,
 }
 
 impl JobSession {
@@ -154,12 +157,17 @@ impl JobSession {
     /// A batch is done: its output counts, it may commit output and complete a checkpoint.
     pub fn batch_completed(
         &mut self,
-        completed: CompletedBatch,
+        mut completed: CompletedBatch,
         attempt_job: JobId,
         coordination_us: Option<i64>,
         now_ms: i64,
     ) -> Result<(), DriverError> {
         self.commits.completed(completed.record.batch);
+        if let Some(read_bound) = &mut self.read_bound {
+            // The bound the batch most likely read under: the one in force as it ends.
+            completed.record.read_bound = read_bound.bound();
+            read_bound.observe(BatchLoad::of(&completed.record));
+        }
         if let Some(checkpoint) = self.checkpoints.completed(&completed, attempt_job, now_ms) {
             self.pending_checkpoints.push(checkpoint);
         }
@@ -297,6 +305,7 @@ impl JobLink<'_> {
     ) {
         let now = now_ms();
         let (mut progress, update) = session.stats.live_tick(now, self.live.looked_at(now));
+        progress.read_bound = session.read_bound.as_ref().and_then(ReadBound::bound);
         decorate(&mut progress);
         let _ = replies.try_send(DriverToClient::Progress(Box::new(progress.clone())));
         let update = JobUpdate {
@@ -308,15 +317,26 @@ impl JobLink<'_> {
         self.live.job_updated(self.job, update);
     }
 
-    /// Tells the attempt's workers of the checkpoint recorded since the last call, so they
-    /// drop the map outputs they kept for batches it covers. Best effort: a worker that
-    /// missed it keeps them until its job ends, within its bound.
-    pub async fn tell_checkpoint(&self, session: &mut JobSession, attempt: &Attempt) {
-        let Some(batch) = session.untold_checkpoint.take() else { return };
-        let message = EncodedMessage::new(&DriverToWorker::CheckpointRecorded { job: attempt.job, batch });
-        for worker in attempt.placement.workers() {
-            if let Some(handle) = self.membership.get(*worker) {
-                let _ = handle.send_encoded(message.clone()).await;
+    /// Tells the attempt's workers what changed since the last call: the checkpoint recorded,
+    /// so they drop the map outputs they kept for batches it covers, and backpressure's new
+    /// read bound. Best effort: a worker that missed a checkpoint keeps those outputs until its
+    /// job ends, within its bound; one that missed a bound reads by the one before.
+    pub async fn tell_workers(&self, session: &mut JobSession, attempt: &Attempt) {
+        let checkpoint = session
+            .untold_checkpoint
+            .take()
+            .map(|batch| DriverToWorker::CheckpointRecorded { job: attempt.job, batch });
+        let read_bound = session
+            .read_bound
+            .as_mut()
+            .and_then(|read_bound| read_bound.untold(attempt.job))
+            .map(|records| DriverToWorker::ReadBound { job: attempt.job, records });
+        for message in [checkpoint, read_bound].into_iter().flatten() {
+            let message = EncodedMessage::new(&message);
+            for worker in attempt.placement.workers() {
+                if let Some(handle) = self.membership.get(*worker) {
+                    let _ = handle.send_encoded(message.clone()).await;
+                }
             }
         }
     }

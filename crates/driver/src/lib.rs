@@ -42,6 +42,7 @@ pub mod liveness;
 pub mod membership;
 pub mod placement;
 pub mod progress;
+pub mod read_bound;
 pub mod recovery;
 pub mod recovery_state;
 pub mod replay_log;

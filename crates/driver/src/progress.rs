@@ -374,6 +374,7 @@ impl JobStats {
             group_size: None,
             overhead: None,
             source_waiting: self.source_waiting.clone(),
+            read_bound: None,
             bottleneck,
             late_rows_dropped: self.late_rows_dropped,
             state: self.state,

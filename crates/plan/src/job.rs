@@ -211,6 +211,11 @@ pub struct JobSettings {
     /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_target: Option<LatencyTarget>,
+    /// While batches end later than their interval, each source partition reads fewer
+    /// records per batch, so the lag stays bounded and the backlog waits in the source
+    /// (`docs/jobs.md`, "Backpressure"). Written only when on, so older job files still read.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backpressure: bool,
 }
 
 pub const DEFAULT_CHECKPOINT_INTERVAL_MS: u64 = 1_000;
@@ -232,6 +237,7 @@ impl Default for JobSettings {
             start_ms: None,
             checkpoint_interval_ms: DEFAULT_CHECKPOINT_INTERVAL_MS,
             latency_target: None,
+            backpressure: false,
         }
     }
 }

@@ -16,6 +16,7 @@ pub const KEYS: &[&str] = &[
     "latency.target",
     "group.latency.share",
     "combine",
+    "backpressure",
     "checkpoint.interval",
     "start.ms",
     "dead.letter.dir",
@@ -35,6 +36,7 @@ pub fn apply(
     let normalized = key.to_ascii_lowercase().replace(['-', '_'], ".");
     let bad = |reason: String| SqlError::invalid(at, format!("SET '{key}': {reason}"));
     let duration = || duration_ms(value).map_err(&bad);
+    let flag = || value.trim().parse::<bool>().map_err(|_| bad(format!("`{value}` is not true or false")));
     let whole = |what: &str| value.trim().parse::<u64>().map_err(|_| bad(format!("`{value}` is not {what}")));
     match normalized.as_str() {
         "batch.interval" => {
@@ -62,9 +64,8 @@ pub fn apply(
             };
             target.group_share = LatencyTarget::parse_group_share(value).map_err(bad)?;
         }
-        "combine" => {
-            job.combine = value.trim().parse::<bool>().map_err(|_| bad(format!("`{value}` is not true or false")))?
-        }
+        "combine" => job.combine = flag()?,
+        "backpressure" => job.backpressure = flag()?,
         "checkpoint.interval" => job.checkpoint_interval_ms = duration()? as u64,
         "start.ms" => {
             job.start_ms =
@@ -111,6 +112,8 @@ mod tests {
         assert_eq!(check("state.ttl", "2 d").unwrap().1.state_ttl_ms, Some(172_800_000));
         assert_eq!(check("scheduler", "bsp").unwrap().0.scheduler, SchedulerKind::Bsp);
         assert_eq!(check("parallelism", "4").unwrap().1.parallelism, Some(4));
+        assert!(check("backpressure", "true").unwrap().0.backpressure);
+        assert!(check("backpressure", "on").unwrap_err().contains("not true or false"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow_array::RecordBatch;
@@ -38,6 +39,8 @@ pub struct JobRuntime {
     sinks: Mutex<HashMap<Slot, Option<Arc<dyn Sink>>>>,
     dead_letters: Mutex<HashMap<Slot, Arc<Mutex<DeadLetterWriter>>>>,
     visible: Mutex<HashMap<Slot, VisibleTimes>>,
+    /// Backpressure's bound on a source task's read, as the driver last told it; 0: none.
+    read_bound: AtomicU32,
 }
 
 impl JobRuntime {
@@ -51,7 +54,22 @@ impl JobRuntime {
             sinks: Mutex::default(),
             dead_letters: Mutex::default(),
             visible: Mutex::default(),
+            read_bound: AtomicU32::new(0),
         }
+    }
+
+    /// What each source task may read at most now (backpressure).
+    pub fn read_bound(&self) -> Option<u32> {
+        match self.read_bound.load(Ordering::Relaxed) {
+            0 => None,
+            records => Some(records),
+        }
+    }
+
+    pub fn set_read_bound(&self, records: Option<u32>) {
+        // 0 stands for none, so a bound of 0 is kept as 1 (the driver sends 100 or more).
+        let stored = records.map_or(0, |records| records.max(1));
+        self.read_bound.store(stored, Ordering::Relaxed);
     }
 
     pub fn clock(&self) -> BatchClock {

@@ -309,6 +309,11 @@ async fn session(config: WorkerConfig, previous_driver: Option<u64>) -> Result<S
                 let _ = events.send(SchedulerEvent::ForgetJob(job)).await;
                 let _ = outgoing.send(Outgoing::Message(WorkerToDriver::JobEnded { job })).await;
             }
+            DriverToWorker::ReadBound { job, records } => {
+                if let Some(runtime) = jobs.get(&job) {
+                    runtime.set_read_bound(records);
+                }
+            }
             DriverToWorker::Shutdown => {
                 eprintln!("sleet worker {worker}: shutting down at the driver's request");
                 ended = SessionEnd::Shutdown;

@@ -205,6 +205,7 @@ async fn execute(
             let read_pool = ctx.pool(source.resource())?;
             let (start_ms, end_ms) = job.clock().range_ms(task.batch);
             let reader = Arc::clone(source);
+            let bound_of = Arc::clone(job);
             // The wait travels with the range: the records themselves are consumed by compute.
             let read = move || {
                 let (input, range) = match reader.read_decoded(start_ms, end_ms) {
@@ -212,7 +213,9 @@ async fn execute(
                     Some(Err(error)) => (StageInputData::Raw(RawRecords::new()), Err(error)),
                     None => {
                         let mut raw = RawRecords::new();
-                        let range = reader.read(start_ms, end_ms, &mut raw).map(|range| (range, raw.event_wait));
+                        let range = reader
+                            .read_bounded(start_ms, end_ms, bound_of.read_bound(), &mut raw)
+                            .map(|range| (range, raw.event_wait));
                         (StageInputData::Raw(raw), range)
                     }
                 };

@@ -24,6 +24,11 @@ pub struct SchedulerArgs {
     /// The share of --latency-target one group may span, in (0, 1] [default: 0.25].
     #[arg(long, requires = "latency_target", value_parser = LatencyTarget::parse_group_share)]
     group_latency_share: Option<f64>,
+    /// While batches end later than their interval, sources read fewer records per batch
+    /// (Kafka and files; the built-in generators cannot, and their schedule slips instead), so
+    /// the lag stays bounded and the backlog waits in the source.
+    #[arg(long)]
+    pub backpressure: bool,
 }
 
 impl SchedulerArgs {
@@ -34,6 +39,7 @@ impl SchedulerArgs {
             overhead_bounds: None,
             latency_target: None,
             group_latency_share: None,
+            backpressure: false,
         }
     }
 
@@ -73,6 +79,7 @@ impl SchedulerArgs {
         settings.group_size = self.group_size();
         settings.overhead_bounds = self.overhead_bounds();
         settings.latency_target = self.latency_target();
+        settings.backpressure |= self.backpressure;
     }
 
     /// The latency target as a job's settings hold it (whole milliseconds, at least one).

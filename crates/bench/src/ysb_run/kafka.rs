@@ -13,9 +13,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde_json::json;
 use sleet_connectors::sink::read_ysb_topic;
+use sleet_connectors::ysb::{event, event_range, WINDOW_MS};
 use sleet_kafka::admin::{delete_topic, ensure_topic};
 use sleet_kafka::cluster::Cluster;
-use sleet_plan::{KafkaStart, SinkSpec, SourceRange};
+use sleet_plan::{KafkaStart, SinkSpec, SourceRange, YsbSourceSpec};
 
 use sleet_cli::client::{run_job, status_line};
 
@@ -26,7 +27,7 @@ use crate::memory_watch::{memory_json, MemoryWatch};
 use crate::producer_process::ProducerProcess;
 use crate::read_all::ReadAll;
 use crate::ysb_job::{kafka_sink, ysb_job, YsbInput, YsbOptions};
-use crate::ysb_report::{evaluate, ProducedInput, RunPlan};
+use crate::ysb_report::{evaluate, ProducedInput, ReadPrefix, RunPlan};
 
 /// A live job runs until it has read every event the producer wrote, at most this long past
 /// the producer's planned end (a broker that was down leaves a backlog to catch up on).
@@ -219,6 +220,7 @@ async fn run_with_topic(
             "scheduler": args.ysb.scheduling.scheduler.to_string(),
             "group_size": args.ysb.scheduling.group_size_json(),
             "latency_target": args.ysb.scheduling.latency_target(),
+            "backpressure": args.ysb.scheduling.backpressure,
             "rate": probe.rate,
             "partitions": partitions,
             "max_records_per_batch": args.input.max_records_per_batch,
@@ -235,7 +237,12 @@ async fn run_with_topic(
         duration_ms: if args.preload.is_some() { duration } else { probe.duration }.as_millis() as u64,
         warmup_ms: probe.warmup.as_millis() as u64,
         stopped_early: false,
-        input: Some(ProducedInput { start_ms: produced.start_ms, end_ms: produced.end_ms, events: produced.events }),
+        input: Some(ProducedInput {
+            start_ms: produced.start_ms,
+            end_ms: produced.end_ms,
+            events: produced.events,
+            read: read_prefix(&produced.spec, produced.start_ms, produced.end_ms, &summary),
+        }),
         sink_rows,
         host: None,
         sink_sightings: None,
@@ -249,6 +256,7 @@ async fn run_with_topic(
         "producer_events_per_s": produced.events as f64 / produced.elapsed_s.max(1e-9),
         "drain": drain,
         "offset_ranges": offset_ranges,
+        "read_bound": read_bound_figures(&summary),
         "cpu_definition": "CPU seconds (user + system, from /proc) over the job for sleet's driver and workers and for the broker, over its life for the producer; divided by the events written",
         "cpu_seconds": { "sleet": sleet_s, "broker": broker_s, "broker_while_preloading": broker_preload_s, "producer": producer.cpu_seconds },
         "cpu_us_per_event": {
@@ -287,6 +295,66 @@ fn drain_figures(summary: &sleet_wire::JobSummary) -> serde_json::Value {
     let events: u64 = busy.iter().map(|batch| batch.events_in).sum();
     let seconds = (last - first).max(1) as f64 / 1000.0;
     json!({ "events": events, "batches": busy.len(), "seconds": seconds, "events_per_s": events as f64 / seconds })
+}
+
+/// What the job read of a topic it left partly unread (backpressure), from the offsets its
+/// batches logged. The producer writes generator partition p's events in order to partition p
+/// of a topic made for the run, so offset n is the partition's n-th event; the first unread
+/// event of each partition bounds, in event time, the windows whose events were all read.
+/// `None` when every event was read.
+fn read_prefix(
+    spec: &YsbSourceSpec,
+    start_ms: i64,
+    end_ms: i64,
+    summary: &sleet_wire::JobSummary,
+) -> Option<ReadPrefix> {
+    let mut read_to: std::collections::BTreeMap<u32, i64> = std::collections::BTreeMap::new();
+    for batch in &summary.batches {
+        for (partition, range) in &batch.source_ranges {
+            if let SourceRange::Offsets { end, .. } = range {
+                let furthest = read_to.entry(*partition).or_default();
+                *furthest = (*furthest).max(*end);
+            }
+        }
+    }
+    let mut whole_through_ms = end_ms;
+    let (mut events, mut dead_letters, mut unread) = (0, 0, false);
+    for partition in 0..spec.partitions {
+        let written = event_range(spec, partition, start_ms, end_ms);
+        let read = (read_to.get(&partition).copied().unwrap_or(0).max(0) as u64).min(written.end - written.start);
+        let first_unread = written.start + read;
+        if first_unread < written.end {
+            unread = true;
+            whole_through_ms = whole_through_ms.min(event(spec, partition, first_unread).event_time_ms);
+        }
+        events += read;
+        dead_letters +=
+            (written.start..first_unread).filter(|k| event(spec, partition, *k).bad.is_some()).count() as u64;
+    }
+    unread.then(|| ReadPrefix {
+        whole_through_ms: whole_through_ms.div_euclid(WINDOW_MS) * WINDOW_MS,
+        events,
+        dead_letters,
+    })
+}
+
+/// What backpressure did over the batches kept in the summary: how many ran under a read
+/// bound and its range, beside how far the batches ended behind their schedule.
+fn read_bound_figures(summary: &sleet_wire::JobSummary) -> serde_json::Value {
+    let bounds: Vec<f64> = summary.batches.iter().filter_map(|batch| batch.read_bound.map(f64::from)).collect();
+    let lags: Vec<f64> =
+        summary.batches.iter().map(|batch| (batch.finished_at_ms - batch.scheduled_end_ms) as f64).collect();
+    json!({
+        "batches": summary.batches.len(),
+        "batches_bounded": bounds.len(),
+        "bound_min": sleet_clarity::percentile(&bounds, 0.0),
+        "bound_median": sleet_clarity::percentile(&bounds, 0.5),
+        "bound_max": sleet_clarity::percentile(&bounds, 1.0),
+        "last_batch_bound": summary.batches.last().and_then(|batch| batch.read_bound),
+        "lag_ms_p50": sleet_clarity::percentile(&lags, 0.5),
+        "lag_ms_p99": sleet_clarity::percentile(&lags, 0.99),
+        "lag_ms_max": sleet_clarity::percentile(&lags, 1.0),
+    })
 }
 
 /// Whether each partition's logged offset ranges follow one another, batch by batch, with
@@ -373,5 +441,52 @@ mod tests {
         assert_eq!(figures["contiguous"], false);
         assert_eq!(figures["breaks"][0], "batch 1 partition 0 starts at 12, not 10");
         assert_eq!(figures["partitions_apart_max"]["offsets"], 0, "one partition is never apart from itself");
+    }
+
+    #[test]
+    fn a_partly_read_topic_is_checked_up_to_the_windows_every_partition_read_whole() {
+        let spec = YsbSourceSpec { seed: 7, rate_per_s: 2_000, partitions: 2, bad_fraction: 0.1, pre_decoded: false };
+        let (start, end) = (1_700_000_000_000, 1_700_000_030_000);
+        let written: Vec<u64> = (0..2).map(|p| event_range(&spec, p, start, end).count() as u64).collect();
+        let read = |ends: [i64; 2]| JobSummary {
+            batches: vec![
+                batch(0, &[(0, 0, ends[0] / 2), (1, 0, ends[1] / 2)]),
+                batch(1, &[(0, ends[0] / 2, ends[0]), (1, ends[1] / 2, ends[1])]),
+            ],
+            ..JobSummary::default()
+        };
+        let all = [written[0] as i64, written[1] as i64];
+        assert_eq!(read_prefix(&spec, start, end, &read(all)), None, "everything read");
+
+        let partly = read_prefix(&spec, start, end, &read([12_500, 25_000])).expect("left some unread");
+        // Partition 0's first unread event falls 12.5 s in: only the first window is whole.
+        assert_eq!(partly.whole_through_ms, start + 10_000);
+        assert_eq!(partly.events, 37_500);
+        let bad = |partition: u32, read: u64| {
+            let first = event_range(&spec, partition, start, end).start;
+            (first..first + read).filter(|k| event(&spec, partition, *k).bad.is_some()).count() as u64
+        };
+        assert_eq!(partly.dead_letters, bad(0, 12_500) + bad(1, 25_000));
+        assert!(partly.dead_letters > 0);
+    }
+
+    #[test]
+    fn read_bound_figures_count_the_bounded_batches_and_the_lag() {
+        let held = |batch: u64, bound: Option<u32>, lag_ms: i64| BatchRecord {
+            batch,
+            scheduled_end_ms: 1_000,
+            finished_at_ms: 1_000 + lag_ms,
+            read_bound: bound,
+            ..BatchRecord::default()
+        };
+        let summary = JobSummary {
+            batches: vec![held(0, None, 40), held(1, Some(9_000), 30), held(2, Some(7_000), 5), held(3, None, 2)],
+            ..JobSummary::default()
+        };
+        let figures = read_bound_figures(&summary);
+        assert_eq!(figures["batches_bounded"], 2);
+        assert_eq!((figures["bound_min"].as_f64(), figures["bound_max"].as_f64()), (Some(7_000.0), Some(9_000.0)));
+        assert_eq!(figures["last_batch_bound"], serde_json::Value::Null);
+        assert_eq!(figures["lag_ms_max"].as_f64(), Some(40.0));
     }
 }

@@ -440,6 +440,35 @@ impl KafkaRun {
     }
 }
 
+/// Writes `per_partition` ysb events to each partition of `topic`, spread in order over six
+/// 10 s windows, and returns the view count per (campaign, window) they make.
+fn write_six_windows(topic: &str, partitions: u32, per_partition: u32) -> BTreeMap<(String, i64), u64> {
+    let ads = ads();
+    let base_ms = 1_700_000_000_000_i64;
+    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
+    let mut producer = sleet_kafka::producer::Producer::new(brokers(), topic).expect("a producer");
+    for partition in 0..partitions {
+        let mut batch = sleet_kafka::producer::Producer::new_batch();
+        for index in 0..per_partition {
+            let ad = &ads[((index * 7 + partition) as usize) % ads.len()];
+            let event_type = ["view", "click", "purchase", "view"][(index % 4) as usize];
+            let time = base_ms + index as i64 * 60_000 / per_partition as i64;
+            let value = format!(
+                r#"{{"ad_id":"{ad}","event_type":"{event_type}","event_time":{time},"user_id":"u{index}","page_id":"p","ad_type":"banner","ip_address":"1.2.3.4"}}"#
+            );
+            batch.push(time, None, value.as_bytes());
+            if batch.bytes() > 512 << 10 {
+                producer.send(partition, &mut batch).expect("writing the records");
+            }
+            if event_type == "view" {
+                *expected.entry((campaign_of(ad), time - time.rem_euclid(10_000))).or_default() += 1;
+            }
+        }
+        producer.send(partition, &mut batch).expect("writing the records");
+    }
+    expected
+}
+
 /// Runs the Kafka-to-Kafka ysb job on a driver (`driver_failpoints` armed) and three workers
 /// (the third armed with `worker_failpoints`), lets `strike` hurt them, and checks the output
 /// topic read with `read_committed` against the naive count of the input. Returns the
@@ -457,30 +486,7 @@ fn run_kafka_recovery(
     produce_events(&input, PARTITIONS, 0);
     produce_events(&output, PARTITIONS, 0);
     let campaigns = write_campaigns(&dir);
-    let ads = ads();
-    let base_ms = 1_700_000_000_000_i64;
-    let mut expected: BTreeMap<(String, i64), u64> = BTreeMap::new();
-    let mut producer = sleet_kafka::producer::Producer::new(brokers(), &input).expect("a producer");
-    for partition in 0..PARTITIONS {
-        let mut batch = sleet_kafka::producer::Producer::new_batch();
-        for index in 0..40_000u32 {
-            let ad = &ads[((index * 7 + partition) as usize) % ads.len()];
-            let event_type = ["view", "click", "purchase", "view"][(index % 4) as usize];
-            // Six windows, in order within a partition.
-            let time = base_ms + index as i64 * 60_000 / 40_000;
-            let value = format!(
-                r#"{{"ad_id":"{ad}","event_type":"{event_type}","event_time":{time},"user_id":"u{index}","page_id":"p","ad_type":"banner","ip_address":"1.2.3.4"}}"#
-            );
-            batch.push(time, None, value.as_bytes());
-            if batch.bytes() > 512 << 10 {
-                producer.send(partition, &mut batch).expect("writing the records");
-            }
-            if event_type == "view" {
-                *expected.entry((campaign_of(ad), time - time.rem_euclid(10_000))).or_default() += 1;
-            }
-        }
-        producer.send(partition, &mut batch).expect("writing the records");
-    }
+    let expected = write_six_windows(&input, PARTITIONS, 40_000);
 
     // 500 records per partition per 100 ms batch: the 160 000 records take 8 s to read, long
     // enough for failures to strike in the middle.
@@ -636,4 +642,59 @@ fn a_replayed_kafka_batch_reads_exactly_the_offsets_of_its_first_run() {
     assert_eq!(read(1_300), (offsets(400, 401), 1));
     let (after, records) = read(1_400);
     assert_eq!((after, records), (offsets(401, 451), 50), "after the replay, the limit holds again");
+}
+
+/// Backpressure through a real broker: a backlog far larger than one 10 ms batch can take.
+/// The batches that overran their interval make the driver bound what each partition reads;
+/// the bounded batches appear in the summary, and every count still equals the count of the
+/// records written.
+#[test]
+fn backpressure_bounds_the_reads_of_an_overloaded_job_and_loses_nothing() {
+    let dir = test_dir("kafka-backpressure");
+    let topic = fresh_topic("backpressure");
+    const PARTITIONS: u32 = 2;
+    const PER_PARTITION: u32 = 150_000;
+    produce_events(&topic, PARTITIONS, 0);
+    let campaigns = write_campaigns(&dir);
+    let expected = write_six_windows(&topic, PARTITIONS, PER_PARTITION);
+
+    let (_cluster, driver) = cluster();
+    let campaigns_arg = campaigns.display().to_string();
+    let args = [
+        "--source",
+        "kafka",
+        "--brokers",
+        brokers(),
+        "--topic",
+        &topic,
+        "--start",
+        "earliest",
+        "--campaigns",
+        &campaigns_arg,
+        "--partitions",
+        "2",
+        "--batch-interval",
+        "10ms",
+        "--duration",
+        "12s",
+        "--backpressure",
+    ];
+    let job = job_file(&dir, "backpressure", &args);
+    assert_eq!(read_json(&job)["settings"]["backpressure"], true, "the flag reaches the job file");
+    let mut submit = sleet();
+    submit.arg("submit").arg(&job).args(["--driver", &driver, "--json"]);
+    let output = run_with_limit(submit, Duration::from_secs(90));
+    assert_success(&output, "sleet submit --json");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let summary: serde_json::Value = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find_map(|line| line.get("summary").cloned())
+        .unwrap_or_else(|| panic!("no summary in:\n{stdout}"));
+    let bounded = summary["read_bound"]["batches_bounded"].as_u64().expect("a count of bounded batches");
+    assert!(bounded > 0, "an overloaded job reads under a bound: {summary}");
+    let bound_min = summary["read_bound"]["bound_min"].as_u64().expect("the smallest bound");
+    assert!(bound_min < 100_000, "a bound below the sources' own limit: {summary}");
+    assert_eq!(summary["late_rows_dropped"], 0, "{summary}");
+    assert_eq!(final_counts(&dir.join("backpressure-results")), expected);
 }

@@ -67,6 +67,10 @@ pub struct JobProgress {
     /// late until it is back.
     #[serde(default)]
     pub source_waiting: Option<String>,
+    /// Backpressure: the records each source partition may read per batch now; `None` when
+    /// the job keeps up (or backpressure is off).
+    #[serde(default)]
+    pub read_bound: Option<u32>,
     /// What limits the job now, by the model of its recent batches: `cpu`, `net`, `disk`,
     /// `coordination` or `source`; `None` until a batch's samples are in.
     #[serde(default)]
@@ -117,6 +121,11 @@ pub struct BatchRecord {
     /// exactly these again.
     #[serde(default)]
     pub source_ranges: Vec<(u32, SourceRange)>,
+    /// Backpressure's bound on what each source partition reads, as it stood when the batch
+    /// completed (the bound the batch read under, but for one that changed while it ran);
+    /// `None`: none.
+    #[serde(default)]
+    pub read_bound: Option<u32>,
 }
 
 impl BatchRecord {

@@ -129,6 +129,13 @@ pub enum DriverToWorker {
         batch: u64,
     },
     Shutdown,
+    /// Backpressure: every source task of `job` that has not read yet reads at most
+    /// `records` (per partition, per batch); `None` lifts the bound. It applies at once,
+    /// to batches already launched in groups too.
+    ReadBound {
+        job: JobId,
+        records: Option<u32>,
+    },
 }
 
 /// One worker's share of a group of batches `first_batch .. first_batch + batch_count`: the
