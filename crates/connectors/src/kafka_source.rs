@@ -71,6 +71,10 @@ struct Buffer {
     /// A problem waiting cannot fix; the next read fails with it.
     failed: Option<String>,
     stop: bool,
+    /// Backpressure's bound on a batch as the last read had it: the prefetcher keeps
+    /// `PREFETCH_BATCHES` batches of it, not of the source's own limit, so a held-back job
+    /// does not hold in memory what it cannot process yet.
+    read_bound: Option<u32>,
 }
 
 /// Records of one fetch: their values back to back, their offsets as positions, and their
@@ -187,6 +191,9 @@ impl Source for KafkaSource {
         if let Some(reason) = &buffer.failed {
             return Err(self.error(reason.clone()));
         }
+        if replay_end.is_none() {
+            buffer.read_bound = bound;
+        }
         let start = buffer.position;
         if replay_end.is_some_and(|target| target < start) {
             return Err(self.error(format!(
@@ -268,13 +275,13 @@ fn fetch_settings(spec: &KafkaSourceSpec) -> FetchSettings {
 
 /// The prefetch loop: fetch while there is room, until stopped.
 fn prefetch(spec: &KafkaSourceSpec, mut reader: PartitionReader, shared: &Shared) {
-    let room_records = spec.max_records_per_partition_per_batch as usize * PREFETCH_BATCHES;
     let mut waiting_since: Option<Instant> = None;
     let mut size_hint = (0, 0);
     loop {
         let (from, stop) = {
             let mut buffer = shared.buffer.lock().expect("buffer lock");
-            while !buffer.stop && (buffer.records >= room_records || buffer.bytes >= PREFETCH_BYTES_MAX) {
+            while !buffer.stop && (buffer.records >= room_records(spec, &buffer) || buffer.bytes >= PREFETCH_BYTES_MAX)
+            {
                 buffer = shared.room.wait(buffer).expect("buffer lock");
             }
             (buffer.fetched_to, buffer.stop)
@@ -301,6 +308,15 @@ fn prefetch(spec: &KafkaSourceSpec, mut reader: PartitionReader, shared: &Shared
             }
         }
     }
+}
+
+/// How many records the prefetcher may hold: `PREFETCH_BATCHES` batches at the bound reads
+/// have now.
+fn room_records(spec: &KafkaSourceSpec, buffer: &Buffer) -> usize {
+    let batch = buffer
+        .read_bound
+        .map_or(spec.max_records_per_partition_per_batch, |bound| bound.min(spec.max_records_per_partition_per_batch));
+    batch as usize * PREFETCH_BATCHES
 }
 
 fn start_offset(spec: &KafkaSourceSpec, partition: u32, reader: &mut PartitionReader) -> Result<i64, KafkaError> {

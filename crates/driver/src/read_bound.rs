@@ -1,24 +1,30 @@
 //! Backpressure: how many records each source partition may read per batch while the cluster
 //! cannot keep up (`docs/jobs.md`, "Backpressure"). Pure.
 //!
-//! Off until a batch takes longer than its interval or starts more than an interval after its
-//! close. Then each partition reads at most what the cluster processes in `HEADROOM` of an
-//! interval at its measured rate, so batches end inside their interval, the lag drains, and the
-//! unread backlog waits in the source (Kafka keeps it). The rate is a batch's records over its
-//! service time, each smoothed over batches. A batch's service time is the shorter of its own
-//! span (first task start to last task end) and the time since the batch before it ended:
-//! when batches queue, a batch's span includes its wait behind the others, while the gap
-//! between completions is what each one cost; when they do not, the gap is the interval and
-//! the span is the cost. Since a batch also has a fixed cost, the bound this gives is a little
-//! short of the target; the next batch's rate is measured on it, and the bound settles, without
-//! overshoot, where a batch takes `HEADROOM` of its interval. The bound lifts when the sources
-//! read well under it for `LIFT_AFTER` batches in a row with none starting late: the input has
-//! dropped below what the cluster can do. While batches still end more than an interval after
-//! their close (a queue left from before the bound), batches are sized to half an interval,
-//! so the queue drains in a few dozen batches rather than hundreds. The driver tells the workers each new bound at once
-//! (`DriverToWorker::ReadBound`), and it applies to every read not yet made, batches already
-//! launched in a group included; the source ranges each batch read are in the batch log, so a
-//! re-run reads what its first run did whatever the bound is by then.
+//! Off until a batch ends more than an interval after its close. Then each partition reads at
+//! most what the cluster processes in `HEADROOM` of an interval at its measured rate, so batches
+//! end inside their interval, the lag drains, and the unread backlog waits in the source (Kafka
+//! keeps it); while batches still end more than an interval after their close (a queue left
+//! from before the bound), in `CATCH_UP_HEADROOM`, so the queue drains in dozens of batches
+//! rather than hundreds.
+//!
+//! The rate is a batch's records over its service time, each smoothed over batches. A batch's
+//! service time is the shorter of its span (first task start to last task end) and the time
+//! since the batch before it ended: when batches queue, a span includes the wait behind the
+//! others, while the gap between completions is what each one cost; when they do not, the gap
+//! is the interval and the span is the cost. Since a batch also has a fixed cost, the bound this
+//! gives is a little short of the target; the next batch's rate is measured on it, and the bound
+//! settles, without overshoot, where a batch takes `HEADROOM` of its interval.
+//!
+//! The bound lifts when the sources read well under it for `LIFT_AFTER` batches in a row with
+//! none ending late (the input has dropped below what the cluster can do): it doubles with each
+//! further such batch until it reaches the sources' own limit, so a burst that comes back
+//! meanwhile meets a bound at most twice what batches last managed rather than none.
+//!
+//! The driver tells the workers each new bound at once (`DriverToWorker::ReadBound`), and it
+//! applies to every read not yet made, batches already launched in a group included; the
+//! source ranges each batch read are in the batch log, so a re-run reads what its first run did
+//! whatever the bound is by then.
 
 use sleet_plan::{JobSettings, SourceSpec, StageInput, StagePlan};
 use sleet_wire::{BatchRecord, JobId};
@@ -76,6 +82,8 @@ pub struct ReadBound {
     under_bound_streak: u32,
     /// The last batch ended more than an interval after its close.
     catching_up: bool,
+    /// Lifting: the bound doubles with each batch that reads under it on time.
+    raising: bool,
     last_finished_at_us: Option<i64>,
     /// The attempt and bound the workers were last told of.
     told: Option<(JobId, Option<u32>)>,
@@ -91,6 +99,7 @@ impl ReadBound {
             bound: None,
             under_bound_streak: 0,
             catching_up: false,
+            raising: false,
             last_finished_at_us: None,
             told: None,
         }
@@ -158,13 +167,25 @@ impl ReadBound {
         match self.bound {
             None if queued => {
                 self.under_bound_streak = 0;
+                self.raising = false;
                 self.bound = self.target();
             }
             None => {}
             Some(bound) => {
                 let held_back = load.records_per_partition >= BINDING_SHARE * bound as f64;
-                self.under_bound_streak = if held_back || queued { 0 } else { self.under_bound_streak + 1 };
-                self.bound = if self.under_bound_streak >= LIFT_AFTER { None } else { self.target() };
+                if held_back || queued {
+                    self.under_bound_streak = 0;
+                    self.raising = false;
+                    self.bound = self.target();
+                } else if self.raising || self.under_bound_streak + 1 >= LIFT_AFTER {
+                    // Lifted by doubling, one batch at a time: should the input come back
+                    // in a burst, a batch reads at most twice what the last one could.
+                    self.raising = true;
+                    self.bound = bound.checked_mul(2).filter(|doubled| *doubled < self.ceiling);
+                } else {
+                    self.under_bound_streak += 1;
+                    self.bound = self.target();
+                }
             }
         }
     }
@@ -264,7 +285,13 @@ mod tests {
         run(&mut controller, 0.0, 10.0, 2_000.0, 1.0, 40_000.0, &mut backlog, 100);
         assert!(controller.bound().is_some());
         backlog = 0.0;
+        let held = controller.bound().expect("held back");
         let seen = run(&mut controller, 0.0, 10.0, 2_000.0, 1.0, 5_000.0, &mut backlog, LIFT_AFTER as usize + 5);
+        let lifting: Vec<Option<u32>> = seen[LIFT_AFTER as usize - 1..].iter().map(|(bound, _, _)| *bound).collect();
+        // By doubling from where the input dropped, then none once past the sources' limit.
+        let first = lifting[0].expect("doubled, not gone");
+        assert!(first > held && first <= 2 * held, "{held} then {lifting:?}");
+        assert_eq!(lifting[1], Some(2 * first), "{lifting:?}");
         assert_eq!(seen.last().expect("ran").0, None);
     }
 
