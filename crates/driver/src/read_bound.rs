@@ -80,8 +80,6 @@ pub struct ReadBound {
     service_ms: Option<f64>,
     bound: Option<u32>,
     under_bound_streak: u32,
-    /// The last batch ended more than an interval after its close.
-    catching_up: bool,
     /// Lifting: the bound doubles with each batch that reads under it on time.
     raising: bool,
     last_finished_at_us: Option<i64>,
@@ -98,7 +96,6 @@ impl ReadBound {
             service_ms: None,
             bound: None,
             under_bound_streak: 0,
-            catching_up: false,
             raising: false,
             last_finished_at_us: None,
             told: None,
@@ -163,12 +160,11 @@ impl ReadBound {
             self.records = smooth(self.records, load.records_per_partition);
             self.service_ms = smooth(self.service_ms, service_ms);
         }
-        self.catching_up = queued;
         match self.bound {
             None if queued => {
                 self.under_bound_streak = 0;
                 self.raising = false;
-                self.bound = self.target();
+                self.bound = self.target(queued);
             }
             None => {}
             Some(bound) => {
@@ -176,7 +172,7 @@ impl ReadBound {
                 if held_back || queued {
                     self.under_bound_streak = 0;
                     self.raising = false;
-                    self.bound = self.target();
+                    self.bound = self.target(queued);
                 } else if self.raising || self.under_bound_streak + 1 >= LIFT_AFTER {
                     // Lifted by doubling, one batch at a time: should the input come back
                     // in a burst, a batch reads at most twice what the last one could.
@@ -184,7 +180,7 @@ impl ReadBound {
                     self.bound = bound.checked_mul(2).filter(|doubled| *doubled < self.ceiling);
                 } else {
                     self.under_bound_streak += 1;
-                    self.bound = self.target();
+                    self.bound = self.target(queued);
                 }
             }
         }
@@ -192,9 +188,9 @@ impl ReadBound {
 
     /// What a partition can read for its batch to take `HEADROOM` of an interval
     /// (`CATCH_UP_HEADROOM` while a queue drains).
-    fn target(&self) -> Option<u32> {
+    fn target(&self, queued: bool) -> Option<u32> {
         let rate = self.records? / self.service_ms?;
-        let headroom = if self.catching_up { CATCH_UP_HEADROOM } else { HEADROOM };
+        let headroom = if queued { CATCH_UP_HEADROOM } else { HEADROOM };
         let records = (rate * self.interval_ms * headroom).floor();
         if records >= self.ceiling as f64 {
             return None;
